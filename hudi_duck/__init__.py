@@ -1,0 +1,38 @@
+"""hudi-duck: Apache Hudi tables in Python.
+
+* ``hudi_duck.connect()`` / ``hudi_duck.register(con)``: DuckDB with the
+  ``hudi_snapshot``, ``hudi_read_optimized``, ``hudi_incremental``,
+  ``hudi_timeline`` and ``hudi_file_slices`` table functions.
+* ``hudi_duck.read_snapshot(path)`` and friends: the same reads as
+  ``pyarrow.RecordBatchReader`` for pandas/polars users.
+* ``hudi_duck.core``: the Hudi format (shared with ``spark_writer``).
+"""
+
+from .api import HudiTableReader, open_table, read_incremental, read_read_optimized, read_snapshot
+from .core.errors import (
+    CorruptFileError,
+    HudiError,
+    InvalidTableConfigError,
+    SchemaError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+)
+from .duck import connect, register
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "connect",
+    "register",
+    "read_snapshot",
+    "read_read_optimized",
+    "read_incremental",
+    "open_table",
+    "HudiTableReader",
+    "HudiError",
+    "TableNotFoundError",
+    "InvalidTableConfigError",
+    "UnsupportedFeatureError",
+    "CorruptFileError",
+    "SchemaError",
+]

@@ -1,0 +1,140 @@
+"""Python API: Hudi reads as Arrow record batch readers, no SQL needed.
+
+Each read plans with the core and runs the same SQL the DuckDB table functions
+run, on a private DuckDB connection, so results are identical.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import duckdb
+import pyarrow as pa
+
+from .core.read_plan import QueryType
+from .core.table import HudiTable
+from .duck.inspect import file_slice_rows, timeline_rows
+from .duck.planner import make_plan, render_plan
+from .duck.sql import quote_ident
+
+
+def _execute(sql: str, columns: Sequence[str] | None, filter_sql: str | None, filesystems: list[Any] | None) -> pa.RecordBatchReader:
+    from .duck import connect
+
+    con = connect(filesystems=filesystems)
+    projection = ", ".join(quote_ident(c) for c in columns) if columns else "*"
+    where = f" WHERE {filter_sql}" if filter_sql else ""
+    query = f"SELECT {projection} FROM ({sql}){where}"
+    return arrow_reader(con.sql(query))
+
+
+def arrow_reader(relation: Any) -> pa.RecordBatchReader:
+    """A record batch reader over a DuckDB relation (DuckDB 1.x and 2.x spell it differently)."""
+    for name in ("to_arrow_reader", "fetch_arrow_reader", "fetch_record_batch"):
+        method = getattr(relation, name, None)
+        if method is not None:
+            return method()
+    raise AttributeError("this DuckDB version offers no Arrow reader on query results")
+
+
+def arrow_table(relation: Any) -> pa.Table:
+    """An Arrow table of a DuckDB relation (``con.sql(...)``), on DuckDB 1.x and 2.x."""
+    for name in ("to_arrow_table", "fetch_arrow_table", "arrow"):
+        method = getattr(relation, name, None)
+        if method is not None:
+            return method()
+    raise AttributeError("this DuckDB version offers no Arrow table on query results")
+
+
+class HudiTableReader:
+    """A table opened for reading from Python (notebook-friendly ``repr``)."""
+
+    def __init__(self, path: str, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None):
+        self.table = HudiTable(path, storage_options)
+        self.filesystems = filesystems
+
+    def _read(self, kind: str, first: str | None, second: str | None, columns, filter) -> pa.RecordBatchReader:
+        sql = render_plan(make_plan(kind, self.table, first, second))
+        return _execute(sql, columns, filter, self.filesystems)
+
+    def snapshot(self, as_of: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None) -> pa.RecordBatchReader:
+        return self._read(QueryType.SNAPSHOT.value, as_of, None, columns, filter)
+
+    def read_optimized(self, as_of: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None) -> pa.RecordBatchReader:
+        return self._read(QueryType.READ_OPTIMIZED.value, as_of, None, columns, filter)
+
+    def incremental(
+        self,
+        begin_time: str | None = None,
+        end_time: str | None = None,
+        columns: Sequence[str] | None = None,
+        filter: str | None = None,
+    ) -> pa.RecordBatchReader:
+        return self._read(QueryType.INCREMENTAL.value, begin_time, end_time, columns, filter)
+
+    def timeline(self) -> list[dict[str, Any]]:
+        from .duck.inspect import TIMELINE_COLUMNS
+
+        return [dict(zip((c for c, _ in TIMELINE_COLUMNS), row)) for row in timeline_rows(self.table)]
+
+    def file_slices(self, as_of: str | None = None) -> list[dict[str, Any]]:
+        from .duck.inspect import FILE_SLICE_COLUMNS
+
+        return [dict(zip((c for c, _ in FILE_SLICE_COLUMNS), row)) for row in file_slice_rows(self.table, as_of)]
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.table.schema
+
+    def __repr__(self) -> str:
+        cfg = self.table.config
+        latest = self.table.timeline.latest_completed_write
+        return (
+            f"<Hudi table {cfg.name!r} at {self.table.base_uri}: {cfg.table_type.value}, version {cfg.version}, "
+            f"{len(self.table.timeline)} instants, latest commit "
+            f"{latest.requested_time if latest else None}, partitioned by {cfg.partition_fields or 'nothing'}>"
+        )
+
+    def _repr_html_(self) -> str:
+        import html
+
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
+            for k, v in self.summary().items()
+        )
+        return f"<table>{rows}</table>"
+
+    def summary(self) -> dict[str, Any]:
+        cfg = self.table.config
+        latest = self.table.timeline.latest_completed_write
+        return {
+            "name": cfg.name,
+            "path": self.table.base_uri,
+            "type": cfg.table_type.value,
+            "table version": cfg.version,
+            "record key": ",".join(cfg.record_key_fields),
+            "partition fields": ",".join(cfg.partition_fields) or "-",
+            "ordering field": ",".join(cfg.ordering_fields) or "-",
+            "instants": len(self.table.timeline),
+            "latest commit": latest.requested_time if latest else "-",
+            "columns": len(self.table.schema),
+        }
+
+
+def open_table(path: str, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None) -> HudiTableReader:
+    return HudiTableReader(path, storage_options, filesystems)
+
+
+def read_snapshot(path: str, as_of: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None) -> pa.RecordBatchReader:
+    """Latest (or as-of) snapshot of a table as a ``pyarrow.RecordBatchReader``."""
+    return open_table(path, storage_options, filesystems).snapshot(as_of, columns, filter)
+
+
+def read_read_optimized(path: str, as_of: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None) -> pa.RecordBatchReader:
+    """Base files only (read-optimized view) as a ``pyarrow.RecordBatchReader``."""
+    return open_table(path, storage_options, filesystems).read_optimized(as_of, columns, filter)
+
+
+def read_incremental(path: str, begin_time: str | None = None, end_time: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None) -> pa.RecordBatchReader:
+    """Records committed in ``(begin_time, end_time]`` as a ``pyarrow.RecordBatchReader``."""
+    return open_table(path, storage_options, filesystems).incremental(begin_time, end_time, columns, filter)

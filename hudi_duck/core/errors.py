@@ -1,0 +1,43 @@
+"""Errors raised by hudi-duck.
+
+Every error names the thing that is wrong (table path, file, field) and, where
+there is one, what the user can do about it. Callers catch ``HudiError``.
+"""
+
+from __future__ import annotations
+
+
+class HudiError(Exception):
+    """Base class of every error hudi-duck raises on purpose."""
+
+
+class TableNotFoundError(HudiError):
+    """The path does not exist or holds no ``.hoodie/hoodie.properties``."""
+
+
+class InvalidTableConfigError(HudiError):
+    """``hoodie.properties`` is missing keys, malformed or contradictory."""
+
+
+class UnsupportedFeatureError(HudiError):
+    """The table uses a Hudi feature hudi-duck does not read or write."""
+
+
+class CorruptFileError(HudiError):
+    """A file of the table cannot be decoded (truncated, wrong magic, bad Avro)."""
+
+
+class TimelineError(HudiError):
+    """The timeline is inconsistent or an instant cannot be resolved."""
+
+
+class SchemaError(HudiError):
+    """A schema cannot be converted or evolved as requested."""
+
+
+class KeyGeneratorError(HudiError):
+    """A record key or partition path cannot be produced for a record."""
+
+
+class WriteError(HudiError):
+    """A write was refused or failed; committed data is unchanged."""

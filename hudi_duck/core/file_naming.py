@@ -1,0 +1,154 @@
+"""File names of data files: base files, log files and partition metadata.
+
+* base file: ``<fileId>_<writeToken>_<instantTime>.parquet``
+* log file:  ``.<fileId>_<instantTime>.log.<version>_<writeToken>[.cdc]``
+  (very old writers omit ``_<writeToken>``). In table version 6 the instant is
+  the base instant of the file slice; in 8+ it is the delta commit that wrote it.
+* write token: ``<taskPartitionId>-<stageId>-<taskAttemptId>``
+* ``.hoodie_partition_metadata`` marks every partition folder.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import posixpath
+import re
+import uuid
+from dataclasses import dataclass
+
+PARTITION_METAFILE = ".hoodie_partition_metadata"
+PARTITION_METAFILE_PREFIX = ".hoodie_partition_metadata"
+LOG_EXTENSION = "log"
+ARCHIVE_EXTENSION = "archive"
+CDC_SUFFIX = ".cdc"
+
+_LOG_FILE = re.compile(
+    r"^\.(?P<file_id>[^_]+)_(?P<instant>[^.]*)\.(?P<ext>log|archive)\.(?P<version>\d+)"
+    r"(?:_(?P<token>\d+-\d+-\d+))?(?P<cdc>\.cdc)?$"
+)
+_BASE_FILE = re.compile(
+    r"^(?P<file_id>[^_]+)_(?P<token>[^_]+)_(?P<instant>\d+)(?P<ext>\.[a-z]+)$"
+)
+_WRITE_TOKEN = re.compile(r"^(\d+)-(\d+)-(\d+)$")
+
+
+@dataclass(frozen=True)
+class BaseFile:
+    """A columnar base file of a file slice."""
+
+    partition_path: str
+    file_name: str
+    file_id: str
+    write_token: str
+    instant_time: str
+    extension: str
+    size: int = 0
+
+    @property
+    def path(self) -> str:
+        """Path relative to the table base path."""
+        return posixpath.join(self.partition_path, self.file_name) if self.partition_path else self.file_name
+
+
+def _token_key(token: str | None) -> tuple[int, int, int]:
+    if not token:
+        return (-1, -1, -1)
+    match = _WRITE_TOKEN.match(token)
+    if not match:
+        return (-1, -1, -1)
+    return (int(match.group(1)), int(match.group(2)), int(match.group(3)))
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """A log file of a file group (an append-only sequence of log blocks)."""
+
+    partition_path: str
+    file_name: str
+    file_id: str
+    instant_time: str
+    version: int
+    write_token: str | None
+    is_cdc: bool = False
+    size: int = -1
+
+    @property
+    def path(self) -> str:
+        return posixpath.join(self.partition_path, self.file_name) if self.partition_path else self.file_name
+
+    def sort_key(self) -> tuple:
+        """Hudi's log file order: instant, version, then write token.
+
+        A ``None`` write token sorts first, as in Hudi's comparator.
+        """
+        return (self.instant_time, self.version, _token_key(self.write_token), self.write_token or "")
+
+
+def parse_base_file(partition_path: str, name: str, size: int = 0) -> BaseFile | None:
+    """Parse a base file name; ``None`` for anything else."""
+    if name.startswith("."):
+        return None
+    match = _BASE_FILE.match(name)
+    if not match:
+        return None
+    return BaseFile(
+        partition_path=partition_path,
+        file_name=name,
+        file_id=match.group("file_id"),
+        write_token=match.group("token"),
+        instant_time=match.group("instant"),
+        extension=match.group("ext"),
+        size=size,
+    )
+
+
+def parse_log_file(partition_path: str, name: str, size: int = -1) -> LogFile | None:
+    """Parse a log file name; ``None`` for anything else."""
+    match = _LOG_FILE.match(name)
+    if not match or match.group("ext") != LOG_EXTENSION:
+        return None
+    return LogFile(
+        partition_path=partition_path,
+        file_name=name,
+        file_id=match.group("file_id"),
+        instant_time=match.group("instant"),
+        version=int(match.group("version")),
+        write_token=match.group("token"),
+        is_cdc=match.group("cdc") is not None,
+        size=size,
+    )
+
+
+def is_partition_metafile(name: str) -> bool:
+    return name.startswith(PARTITION_METAFILE_PREFIX)
+
+
+# -- building names (writer side) ------------------------------------------------
+
+
+def make_write_token(task_partition_id: int, stage_id: int, task_attempt_id: int) -> str:
+    return f"{task_partition_id}-{stage_id}-{task_attempt_id}"
+
+
+def new_file_id(index: int = 0) -> str:
+    """A new file group id: a random UUID plus the writer's file index."""
+    return f"{uuid.uuid4()}-{index}"
+
+
+def base_file_name(file_id: str, write_token: str, instant_time: str, extension: str = ".parquet") -> str:
+    return f"{file_id}_{write_token}_{instant_time}{extension}"
+
+
+def log_file_name(file_id: str, instant_time: str, version: int, write_token: str, cdc: bool = False) -> str:
+    return f".{file_id}_{instant_time}.{LOG_EXTENSION}.{version}_{write_token}" + (CDC_SUFFIX if cdc else "")
+
+
+def partition_metafile_text(commit_time: str, depth: int, now: _dt.datetime | None = None) -> str:
+    """Content of ``.hoodie_partition_metadata`` (a Java properties file)."""
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    stamp = now.astimezone(_dt.timezone.utc).strftime("%a %b %d %H:%M:%S UTC %Y")
+    return f"#partition metadata\n#{stamp}\ncommitTime={commit_time}\npartitionDepth={depth}\n"
+
+
+def partition_depth(partition_path: str) -> int:
+    return 0 if not partition_path else len(partition_path.strip("/").split("/"))

@@ -1,0 +1,113 @@
+"""Registering the ``hudi_*`` table functions on a DuckDB connection."""
+
+from __future__ import annotations
+
+import threading
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from ..core.errors import HudiError
+from . import inspect as inspection
+from . import lazy
+from .planner import plan_sql
+
+PLAN_FUNCTION = "hudi_duck_plan"
+_SQL_FILE = "hudi_functions.sql"
+
+
+def _macro_sql() -> str:
+    """The macro definitions, shipped as ``sql/hudi_functions.sql``."""
+    try:
+        packaged = resources.files("hudi_duck").joinpath("sql", _SQL_FILE)
+        if packaged.is_file():
+            return packaged.read_text()
+    except (FileNotFoundError, ModuleNotFoundError):
+        pass
+    source_tree = Path(__file__).resolve().parents[2] / "sql" / _SQL_FILE
+    return source_tree.read_text()
+
+
+class _Planner:
+    """The Python side of ``hudi_duck_plan``: returns SQL for one call."""
+
+    def __init__(self, storage_options: dict[str, Any] | None):
+        self.storage_options = storage_options or {}
+        self.lock = threading.Lock()
+
+    def __call__(self, kind: str | None, path: str | None, first: str | None, second: str | None) -> str:
+        if path is None:
+            raise HudiError(f"{kind or 'hudi'}: the table path is NULL")
+        options = self._options_for(path)
+        with self.lock:
+            if kind in ("snapshot", "read_optimized", "incremental"):
+                return plan_sql(kind, path, first, second, options)
+            if kind == "timeline":
+                return inspection.timeline_sql(path, options)
+            if kind == "file_slices":
+                return inspection.file_slices_sql(path, first, options)
+        raise HudiError(f"unknown Hudi function kind {kind!r}")
+
+    def _options_for(self, path: str) -> dict[str, Any]:
+        protocol = path.split("://", 1)[0] if "://" in path else "file"
+        opts = self.storage_options.get(protocol)
+        if isinstance(opts, dict):
+            return opts
+        return {k: v for k, v in self.storage_options.items() if not isinstance(v, dict)}
+
+
+def register(
+    con: duckdb.DuckDBPyConnection,
+    storage_options: dict[str, Any] | None = None,
+    filesystems: list[Any] | None = None,
+) -> duckdb.DuckDBPyConnection:
+    """Register ``hudi_snapshot``, ``hudi_read_optimized``, ``hudi_incremental``,
+    ``hudi_timeline`` and ``hudi_file_slices`` on ``con``.
+
+    ``storage_options`` are fsspec options (per protocol, e.g. ``{"s3": {...}}``,
+    or flat). ``filesystems`` are fsspec filesystem instances DuckDB should read
+    through (for protocols DuckDB cannot read natively, e.g. ``memory://``).
+    """
+    for fs in filesystems or []:
+        con.register_filesystem(fs)
+    if lazy.PROTOCOL not in con.list_filesystems():
+        con.register_filesystem(lazy.LazySliceFileSystem())
+    planner = _Planner(storage_options)
+    for name in (PLAN_FUNCTION, lazy.KEEP_FUNCTION):
+        try:
+            con.remove_function(name)
+        except Exception:
+            pass
+    con.create_function(
+        lazy.KEEP_FUNCTION,
+        lazy.keep_rows,
+        ["VARCHAR", "VARCHAR", "BIGINT"],
+        "BOOLEAN",
+        type="arrow",
+        null_handling="special",
+        side_effects=False,
+    )
+    con.create_function(
+        PLAN_FUNCTION,
+        planner,
+        ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR"],
+        "VARCHAR",
+        null_handling="special",
+        exception_handling="default",
+        side_effects=True,
+    )
+    con.execute(_macro_sql())
+    return con
+
+
+def connect(
+    database: str = ":memory:",
+    storage_options: dict[str, Any] | None = None,
+    filesystems: list[Any] | None = None,
+    **kwargs: Any,
+) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the ``hudi_*`` table functions registered."""
+    con = duckdb.connect(database, **kwargs)
+    return register(con, storage_options, filesystems)

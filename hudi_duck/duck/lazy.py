@@ -1,0 +1,185 @@
+"""Merging file slices lazily, only for the slices DuckDB actually scans.
+
+Planning a query must not open the log files of partitions a filter prunes.
+So the planner only *registers* each slice with logs here; the merge runs
+the first time DuckDB needs its result:
+
+* the winning log rows are served as ``hudiduck://<slice key>/logrows.parquet``
+  through an fsspec filesystem registered on the connection; DuckDB opens it
+  only if file pruning keeps it;
+* the base rows a slice's logs replace are filtered by the vectorised UDF
+  ``hudi_duck_keep(plan, filename, row)``, which runs only on rows DuckDB read.
+
+Results are cached on local disk (``cache.py``) and shared across queries.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from fsspec import AbstractFileSystem
+
+from ..core.file_group_reader import SliceLogMerge
+from . import cache
+
+PROTOCOL = "hudiduck"
+KEEP_FUNCTION = "hudi_duck_keep"
+_EPOCH = _dt.datetime(2000, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+@dataclass
+class SliceJob:
+    """How to merge one slice, and where its results live once merged."""
+
+    key: str
+    build: Callable[[], SliceLogMerge]
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    dropped: np.ndarray | None = None
+
+    @property
+    def logrows_file(self) -> str:
+        return str(cache.cache_dir() / f"{self.key}.logrows.parquet")
+
+    @property
+    def dropped_file(self) -> str:
+        return str(cache.cache_dir() / f"{self.key}.dropped.parquet")
+
+    def ensure(self) -> None:
+        """Merge the slice (once) unless a previous run left its results on disk."""
+        with self.lock:
+            if self.dropped is not None:
+                return
+            try:
+                dropped = pq.read_table(self.dropped_file).column("row").to_numpy()
+                if not _exists(self.logrows_file):
+                    raise FileNotFoundError(self.logrows_file)
+            except (FileNotFoundError, OSError, pa.ArrowInvalid, KeyError):
+                merged = self.build()
+                cache.write_atomic(merged.log_rows, self.logrows_file)
+                rows = pa.array(sorted(merged.dropped_base_rows), pa.int64())
+                cache.write_atomic(pa.table({"row": rows}), self.dropped_file)
+                dropped = rows.to_numpy()
+            self.dropped = np.asarray(dropped, dtype=np.int64)
+
+
+def _exists(path: str) -> bool:
+    import os
+
+    return os.path.exists(path)
+
+
+class Registry:
+    """Slices registered by plans, and which base file of a plan belongs to which slice."""
+
+    def __init__(self, max_plans: int = 256):
+        self.jobs: dict[str, SliceJob] = {}
+        self.plans: dict[str, dict[str, str]] = {}
+        self.lock = threading.Lock()
+        self.max_plans = max_plans
+
+    def register(self, job: SliceJob) -> SliceJob:
+        with self.lock:
+            existing = self.jobs.get(job.key)
+            if existing is not None:
+                return existing
+            self.jobs[job.key] = job
+            return job
+
+    def register_plan(self, token: str, base_files: dict[str, str]) -> None:
+        with self.lock:
+            self.plans[token] = base_files
+            while len(self.plans) > self.max_plans:
+                self.plans.pop(next(iter(self.plans)))
+
+    def job(self, key: str) -> SliceJob:
+        try:
+            return self.jobs[key]
+        except KeyError:
+            raise FileNotFoundError(f"{PROTOCOL}://{key}: unknown slice (plan it again)") from None
+
+    def keep(self, token: str, filenames: pa.Array, rows: pa.Array) -> pa.Array:
+        """Mask of base rows that survive their slice's logs."""
+        mapping = self.plans.get(token)
+        if mapping is None:
+            raise RuntimeError(f"hudi-duck plan {token} is no longer known; run the query again")
+        keep = np.ones(len(rows), dtype=bool)
+        names = filenames.to_numpy(zero_copy_only=False)
+        row_values = rows.to_numpy(zero_copy_only=False)
+        for name in np.unique(names):
+            key = mapping.get(name)
+            if key is None:
+                continue
+            job = self.job(key)
+            job.ensure()
+            if not len(job.dropped):
+                continue
+            positions = np.nonzero(names == name)[0]
+            keep[positions] = ~np.isin(row_values[positions], job.dropped)
+        return pa.array(keep, pa.bool_())
+
+
+REGISTRY = Registry()
+
+
+def keep_rows(tokens: pa.Array, filenames: pa.Array, rows: pa.Array) -> pa.Array:
+    """The ``hudi_duck_keep`` scalar function (vectorised over Arrow batches)."""
+    token = tokens[0].as_py() if len(tokens) else None
+    if isinstance(filenames, pa.ChunkedArray):
+        filenames = filenames.combine_chunks()
+    if isinstance(rows, pa.ChunkedArray):
+        rows = rows.combine_chunks()
+    if token is None:
+        return pc.is_valid(rows)
+    return REGISTRY.keep(token, filenames, rows)
+
+
+def logrows_uri(key: str) -> str:
+    return f"{PROTOCOL}://{key}/logrows.parquet"
+
+
+def _key_of(path: str) -> str:
+    path = path.split("://", 1)[-1]
+    return path.strip("/").split("/", 1)[0]
+
+
+class LazySliceFileSystem(AbstractFileSystem):
+    """Serves merged log rows of registered slices, merging on first open."""
+
+    protocol = PROTOCOL
+    root_marker = ""
+
+    def _open(self, path, mode="rb", **kwargs):
+        if "r" not in mode:
+            raise PermissionError(f"{PROTOCOL}:// files are read-only")
+        job = REGISTRY.job(_key_of(path))
+        job.ensure()
+        return open(job.logrows_file, "rb")
+
+    def info(self, path, **kwargs):
+        job = REGISTRY.job(_key_of(path))
+        size = 0
+        # DuckDB probes every listed file before scanning; only report (and
+        # compute) the real size once the file is really being read.
+        if str(path).startswith(f"{PROTOCOL}://") or job.dropped is not None:
+            job.ensure()
+            import os
+
+            size = os.path.getsize(job.logrows_file)
+        return {"name": path, "size": size, "type": "file"}
+
+    def ls(self, path, detail=True, **kwargs):
+        entry = self.info(path)
+        return [entry] if detail else [entry["name"]]
+
+    def modified(self, path):
+        return _EPOCH
+
+    def created(self, path):
+        return _EPOCH

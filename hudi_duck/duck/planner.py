@@ -1,0 +1,51 @@
+"""Plan a query with the core and render it as SQL for DuckDB."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from ..core.read_plan import ReadPlan, plan_incremental, plan_read_optimized, plan_snapshot
+from ..core.table import HudiTable
+from . import cache
+from .sql import SqlRenderer
+
+log = logging.getLogger("hudi_duck")
+
+
+def timeline_signature(table: HudiTable) -> str:
+    """Changes whenever an instant appears, completes or vanishes."""
+    names = [i.file_name(table.timeline.layout_version) for i in table.timeline.instants]
+    return cache.digest(names)
+
+
+def make_plan(kind: str, table: HudiTable, first: str | None, second: str | None) -> ReadPlan:
+    if kind == "snapshot":
+        return plan_snapshot(table, as_of=first)
+    if kind == "read_optimized":
+        return plan_read_optimized(table, as_of=first)
+    if kind == "incremental":
+        return plan_incremental(table, begin=first, end=second)
+    raise ValueError(f"unknown query kind {kind!r}")
+
+
+def render_plan(plan: ReadPlan) -> str:
+    started = time.perf_counter()
+    renderer = SqlRenderer(plan, timeline_signature(plan.table))
+    sql = renderer.render()
+    stats = renderer.stats
+    log.info(
+        "%s %s: %d base files, %d merged slices in %.3fs",
+        plan.query_type.value,
+        plan.table.base_uri,
+        stats.base_files,
+        stats.merged_slices,
+        time.perf_counter() - started,
+    )
+    return sql
+
+
+def plan_sql(kind: str, path: str, first: str | None, second: str | None, options: dict[str, Any]) -> str:
+    table = HudiTable(path, options)
+    return render_plan(make_plan(kind, table, first, second))

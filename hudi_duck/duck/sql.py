@@ -1,0 +1,303 @@
+"""Render a core :class:`ReadPlan` as DuckDB SQL over ``read_parquet``.
+
+Layout of the generated query (branches are left out when empty)::
+
+    -- slices without logs: DuckDB scans their base files directly
+    SELECT cols FROM read_parquet([schema file, base files...])
+    UNION ALL
+    -- slices with logs: base rows minus the ones the logs replace or delete ...
+    SELECT cols FROM read_parquet([schema file, base files...]) ANTI JOIN dropped rows
+    UNION ALL
+    -- ... plus the winning log records, merged by the core and cached as parquet
+    SELECT cols FROM read_parquet([merged log rows...])
+
+The first file of every base scan is an empty parquet file with the expected
+schema, so binding never opens a table file and DuckDB's file pruning (on
+partition values derived from the path) really skips files.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import pyarrow as pa
+
+from ..core.file_group_reader import merge_slice_logs
+from ..core.file_slice import FileSlice
+from ..core.read_plan import QueryType, ReadPlan
+from ..core.schema import COMMIT_TIME, avro_to_arrow, without_meta_fields
+from . import cache, lazy
+
+FILENAME_COL = "_hd_filename"
+ROW_COL = "file_row_number"
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_literal(value: str) -> str:
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def list_literal(values: Iterable[str]) -> str:
+    return "[" + ", ".join(quote_literal(v) for v in values) + "]"
+
+
+@dataclass
+class RenderStats:
+    base_files: int = 0
+    merged_slices: int = 0
+    log_rows: int = 0
+    dropped_rows: int = 0
+    branches: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class SqlRenderer:
+    """Turns one read plan into one SQL statement."""
+
+    def __init__(self, plan: ReadPlan, timeline_signature: str):
+        self.plan = plan
+        self.table = plan.table
+        self.schema: pa.Schema = plan.table.schema
+        self.timeline_signature = timeline_signature
+        self.stats = RenderStats()
+
+    # -- columns ----------------------------------------------------------------------
+    def _projection(self, partition_dirs: dict[str, dict] | None = None) -> str:
+        """Output columns; partition columns of prunable files come from the path.
+
+        Taking a partition value from the file's folder (as Hive and Hudi's
+        partition pruning do) lets DuckDB skip whole files on a partition
+        filter without opening them.
+        """
+        if not partition_dirs:
+            return ", ".join(quote_ident(f.name) for f in self.schema)
+        columns = []
+        for fld in self.schema:
+            if fld.name not in self._partition_columns:
+                columns.append(quote_ident(fld.name))
+                continue
+            cases = " ".join(
+                f"WHEN {quote_literal(d)} THEN {_sql_literal(values[fld.name])}" for d, values in sorted(partition_dirs.items())
+            )
+            sql_type = _duckdb_type(fld.type)
+            columns.append(
+                f"CAST(CASE parse_dirpath({quote_ident(FILENAME_COL)}) {cases} END AS {sql_type}) AS {quote_ident(fld.name)}"
+            )
+        return ", ".join(columns)
+
+    @property
+    def _partition_columns(self) -> list[str]:
+        cached = getattr(self, "_pcols", None)
+        if cached is None:
+            cached = []
+            if self.table.config.is_partitioned:
+                try:
+                    fields = list(self.table.key_generator.partition_fields)
+                except Exception:
+                    fields = []
+                cached = [f for f in fields if f in self.schema.names]
+            self._pcols = cached
+        return cached
+
+    def _partition_values(self, partition: str) -> dict | None:
+        """Exact typed partition values of a folder, or None (then the file's own values are read)."""
+        cache_map = self.__dict__.setdefault("_pvals", {})
+        if partition in cache_map:
+            return cache_map[partition]
+        result = None
+        columns = self._partition_columns
+        if columns:
+            try:
+                values = self.table.key_generator.partition_values(partition, without_meta_fields(self.schema))
+            except Exception:
+                values = None
+            if values is not None and all(c in values for c in columns):
+                fields = {f.name: f.type for f in self.schema}
+                if all(_duckdb_type(fields[c]) and _literal_ok(values[c]) for c in columns):
+                    result = {c: values[c] for c in columns}
+        cache_map[partition] = result
+        return result
+
+    def _split_prunable(self, slices: list[FileSlice]) -> tuple[dict[str, dict], list[FileSlice], list[FileSlice]]:
+        dirs: dict[str, dict] = {}
+        prunable, rest = [], []
+        for s in slices:
+            values = self._partition_values(s.partition_path)
+            if values is None:
+                rest.append(s)
+            else:
+                dirs[self.table.storage.uri(s.partition_path)] = values
+                prunable.append(s)
+        return dirs, prunable, rest
+
+    def _where(self) -> str:
+        if self.plan.commit_times is None:
+            return ""
+        if not self.plan.commit_times:
+            return " WHERE false"
+        times = ", ".join(quote_literal(t) for t in sorted(self.plan.commit_times))
+        return f" WHERE {quote_ident(COMMIT_TIME)} IN ({times})"
+
+    # -- base files grouped by the schema they were written with ----------------------
+    def _file_schema_key(self, base_instant: str) -> str | None:
+        """Writer schema of the commit that wrote a base file, or None when unknown."""
+        timeline = self.table.timeline
+        group = timeline.group(base_instant)
+        if group is None or not group.latest.is_completed:
+            return None
+        schema = timeline.commit_metadata(group.latest).schema
+        if not schema:
+            return None
+        try:
+            data = without_meta_fields(avro_to_arrow(schema))
+        except Exception:
+            return None
+        return "same" if data.equals(without_meta_fields(self.schema)) else None
+
+    def _group_base_files(self, slices: list[FileSlice]) -> list[tuple[list[str], bool, dict[str, dict] | None]]:
+        """Base file scans to run: (files, schema evolved?, partition folders with path values)."""
+        groups = []
+        dirs, prunable, rest = self._split_prunable([s for s in slices if s.base_file is not None])
+        for members, partition_dirs in ((prunable, dirs), (rest, None)):
+            same, other = [], []
+            for s in members:
+                uri = self.table.storage.uri(s.base_file.path)
+                (same if self._file_schema_key(s.base_file.instant_time) == "same" else other).append(uri)
+            for files, evolved in ((same, False), (other, True)):
+                if files:
+                    groups.append((files, evolved, partition_dirs))
+        return groups
+
+    def _scan(self, files: list[str], evolved: bool, with_rows: bool = False) -> str:
+        options = [f"filename={quote_literal(FILENAME_COL)}"]
+        if evolved:
+            options.append("union_by_name=true")
+        if with_rows:
+            options.append("file_row_number=true")
+        paths = [cache.schema_file(self.schema)] + files
+        return f"read_parquet({list_literal(paths)}, {', '.join(options)})"
+
+    # -- branches ---------------------------------------------------------------------------
+    def _base_only_branches(self) -> list[str]:
+        slices = self.plan.base_only_slices if self.plan.query_type is not QueryType.READ_OPTIMIZED else [
+            s for s in self.plan.slices if s.base_file is not None
+        ]
+        branches = []
+        for files, evolved, dirs in self._group_base_files(slices):
+            self.stats.base_files += len(files)
+            branches.append(f"SELECT {self._projection(dirs)} FROM {self._scan(files, evolved)}{self._where()}")
+        return branches
+
+    def _merge_branches(self) -> list[str]:
+        """Base rows of slices with logs (minus replaced ones) and their winning log rows.
+
+        Nothing is merged here: slices are registered with ``lazy`` and merged
+        when DuckDB first reads them, so pruned partitions cost nothing.
+        """
+        slices = self.plan.slices_with_logs if self.plan.query_type is not QueryType.READ_OPTIMIZED else []
+        if not slices:
+            return []
+        ctx = self.plan.context()
+        signature = self._plan_signature()
+        token = cache.digest("plan", self.table.base_uri, signature, self.schema.to_string())
+        base_to_key: dict[str, str] = {}
+        log_dirs: dict[str, dict] = {}
+        log_files: list[str] = []
+        prunable_logs: list[str] = []
+        for s in slices:
+            key = cache.digest(self.table.base_uri, signature, s.slice_id, _slice_files(s), self.schema.to_string())
+            lazy.REGISTRY.register(lazy.SliceJob(key, functools.partial(merge_slice_logs, ctx, s)))
+            uri = lazy.logrows_uri(key)
+            values = self._partition_values(s.partition_path)
+            if values is not None:
+                log_dirs[uri.rsplit("/", 1)[0]] = values
+                prunable_logs.append(uri)
+            else:
+                log_files.append(uri)
+            if s.base_file is not None:
+                base_to_key[self.table.storage.uri(s.base_file.path)] = key
+            self.stats.merged_slices += 1
+        lazy.REGISTRY.register_plan(token, base_to_key)
+        branches = []
+        with_base = [s for s in slices if s.base_file is not None]
+        keep = f"{lazy.KEEP_FUNCTION}({quote_literal(token)}, {quote_ident(FILENAME_COL)}, {ROW_COL})"
+        for files, evolved, dirs in self._group_base_files(with_base):
+            self.stats.base_files += len(files)
+            scan = self._scan(files, evolved, with_rows=True)
+            where = self._where()
+            condition = f"{keep} AND ({where[len(' WHERE '):]})" if where else keep
+            branches.append(f"SELECT {self._projection(dirs)} FROM {scan} WHERE {condition}")
+        for files, dirs in ((prunable_logs, log_dirs), (log_files, None)):
+            if files:
+                branches.append(f"SELECT {self._projection(dirs)} FROM {self._scan(files, False)}{self._where()}")
+        return branches
+
+    def _plan_signature(self) -> str:
+        p = self.plan
+        return json.dumps(
+            [p.query_type.value, p.as_of, p.begin, p.end, self.timeline_signature, p.table.merge_config.mode.value],
+            sort_keys=True,
+        )
+
+    def render(self) -> str:
+        branches = self._base_only_branches() + self._merge_branches()
+        self.stats.branches = len(branches)
+        if not branches:
+            return f"SELECT {self._projection()} FROM read_parquet({quote_literal(cache.schema_file(self.schema))})"
+        return "\nUNION ALL\n".join(branches)
+
+
+def _slice_files(s: FileSlice) -> list[tuple[str, int]]:
+    files = []
+    if s.base_file is not None:
+        files.append((s.base_file.file_name, s.base_file.size))
+    files.extend((log.file_name, log.size) for log in s.sorted_logs())
+    return files
+
+
+_DUCKDB_TYPES = {
+    pa.string(): "VARCHAR",
+    pa.large_string(): "VARCHAR",
+    pa.int8(): "TINYINT",
+    pa.int16(): "SMALLINT",
+    pa.int32(): "INTEGER",
+    pa.int64(): "BIGINT",
+    pa.bool_(): "BOOLEAN",
+    pa.date32(): "DATE",
+}
+
+
+def _duckdb_type(dtype: pa.DataType) -> str | None:
+    if pa.types.is_decimal(dtype):
+        return f"DECIMAL({dtype.precision}, {dtype.scale})"
+    return _DUCKDB_TYPES.get(dtype)
+
+
+def _literal_ok(value: object) -> bool:
+    """Values that render as exact SQL literals (datetimes are left to the files)."""
+    import datetime as _dt
+    import decimal
+
+    if isinstance(value, _dt.datetime):
+        return False
+    return value is None or isinstance(value, (str, int, bool, _dt.date, decimal.Decimal))
+
+
+def _sql_literal(value: object) -> str:
+    import datetime as _dt
+
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, _dt.date):
+        return f"DATE '{value.isoformat()}'"
+    return quote_literal(str(value))

@@ -1,0 +1,32 @@
+"""spark_writer: write Apache Hudi tables (table version 6) from PySpark DataFrames.
+
+    import spark_writer
+    spark_writer.write(df, "s3://bucket/trips", {
+        "hoodie.table.name": "trips",
+        "hoodie.datasource.write.recordkey.field": "uuid",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.partitionpath.field": "city",
+    }, mode="append")
+
+Options use Apache Hudi's names and defaults; data files are written on the
+executors, only write statistics reach the driver.
+"""
+
+from .api import write
+from .client import WriteResult
+from .config import parse_options
+
+__all__ = ["write", "WriteResult", "parse_options"]
+
+from .services import (  # noqa: E402
+    archive,
+    clean_table as clean,
+    cluster,
+    compact,
+    restore,
+    rollback,
+    savepoint,
+    schedule_compaction,
+)
+
+__all__ += ["compact", "schedule_compaction", "cluster", "clean", "archive", "savepoint", "restore", "rollback"]

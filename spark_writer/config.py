@@ -1,0 +1,385 @@
+"""Write options: Apache Hudi's option names and defaults, validated up front.
+
+Every option a job passes is checked before anything is written: unknown
+names (with a did-you-mean hint), bad values and contradictions are errors.
+Options Hudi has but that do not apply here (Hive sync, lock providers...)
+are accepted and reported as ignored.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from hudi_duck.core.errors import WriteError
+
+log = logging.getLogger("spark_writer")
+
+OPERATIONS = (
+    "upsert",
+    "insert",
+    "bulk_insert",
+    "delete",
+    "delete_partition",
+    "insert_overwrite",
+    "insert_overwrite_table",
+)
+TABLE_TYPES = ("COPY_ON_WRITE", "MERGE_ON_READ")
+INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET")
+OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+EVENT_TIME_PAYLOAD = "org.apache.hudi.common.model.EventTimeAvroPayload"
+SUPPORTED_PAYLOADS = (OVERWRITE_PAYLOAD, DEFAULT_PAYLOAD, EVENT_TIME_PAYLOAD)
+
+
+def _bool(value: str) -> bool:
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError("expected true or false")
+    return text == "true"
+
+
+def _int(value: str) -> int:
+    return int(str(value).strip())
+
+
+def _float(value: str) -> float:
+    return float(str(value).strip())
+
+
+def _choice(*allowed: str, upper: bool = True) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        text = str(value).strip()
+        norm = text.upper() if upper else text.lower()
+        if norm not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}")
+        return norm
+
+    return check
+
+
+def _text(value: str) -> str:
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Option:
+    key: str
+    default: Any
+    parse: Callable[[str], Any] = _text
+    doc: str = ""
+    aliases: tuple[str, ...] = ()
+    ignored: bool = False
+
+
+_OPTIONS: list[Option] = [
+    Option("hoodie.table.name", None, doc="table name (required)", aliases=("hoodie.datasource.write.table.name",)),
+    Option("hoodie.database.name", None),
+    Option("hoodie.datasource.write.table.type", "COPY_ON_WRITE", _choice(*TABLE_TYPES), aliases=("hoodie.table.type",)),
+    Option("hoodie.datasource.write.operation", "upsert", _choice(*OPERATIONS, upper=False)),
+    Option("hoodie.datasource.write.recordkey.field", None, aliases=("hoodie.table.recordkey.fields",)),
+    Option("hoodie.datasource.write.precombine.field", None, aliases=("hoodie.table.precombine.field", "hoodie.table.ordering.fields")),
+    Option("hoodie.datasource.write.partitionpath.field", None, aliases=("hoodie.table.partition.fields",)),
+    Option("hoodie.datasource.write.hive_style_partitioning", False, _bool),
+    Option("hoodie.datasource.write.partitionpath.urlencode", False, _bool),
+    Option("hoodie.datasource.write.keygenerator.class", None, aliases=("hoodie.table.keygenerator.class",)),
+    Option("hoodie.datasource.write.keygenerator.type", None),
+    Option("hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled", False, _bool),
+    Option("hoodie.datasource.write.drop.partition.columns", False, _bool),
+    Option("hoodie.datasource.write.payload.class", OVERWRITE_PAYLOAD, aliases=("hoodie.compaction.payload.class",)),
+    Option("hoodie.record.merge.mode", None, _choice("COMMIT_TIME_ORDERING", "EVENT_TIME_ORDERING")),
+    Option("hoodie.datasource.write.record.merger.impls", None),
+    Option("hoodie.datasource.write.insert.drop.duplicates", False, _bool),
+    Option("hoodie.datasource.write.partitions.to.delete", None),
+    Option("hoodie.datasource.write.reconcile.schema", False, _bool),
+    Option("hoodie.populate.meta.fields", True, _bool),
+    Option("hoodie.combine.before.insert", False, _bool),
+    Option("hoodie.combine.before.upsert", True, _bool),
+    Option("hoodie.combine.before.delete", True, _bool),
+    Option("hoodie.index.type", "SIMPLE", _choice(*INDEX_TYPES)),
+    Option("hoodie.simple.index.update.partition.path", True, _bool),
+    Option("hoodie.bloom.index.update.partition.path", True, _bool),
+    Option("hoodie.bloom.index.filter.type", "DYNAMIC_V0", _choice("SIMPLE", "DYNAMIC_V0")),
+    Option("hoodie.index.bloom.num_entries", 60000, _int),
+    Option("hoodie.index.bloom.fpp", 0.000000001, _float),
+    Option("hoodie.bloom.index.filter.dynamic.max.entries", 100000, _int),
+    Option("hoodie.bloom.index.prune.by.ranges", True, _bool),
+    Option("hoodie.bucket.index.num.buckets", 256, _int),
+    Option("hoodie.bucket.index.hash.field", None),
+    Option("hoodie.parquet.max.file.size", 125829120, _int),
+    Option("hoodie.parquet.small.file.limit", 104857600, _int),
+    Option("hoodie.parquet.block.size", 125829120, _int),
+    Option("hoodie.parquet.page.size", 1048576, _int),
+    Option("hoodie.parquet.compression.codec", "gzip", _choice("gzip", "snappy", "zstd", "uncompressed", "lz4", upper=False)),
+    Option("hoodie.parquet.compression.ratio", 0.1, _float),
+    Option("hoodie.copyonwrite.record.size.estimate", 1024, _int),
+    Option("hoodie.copyonwrite.insert.split.size", 500000, _int),
+    Option("hoodie.copyonwrite.insert.auto.split", True, _bool),
+    Option("hoodie.bulkinsert.shuffle.parallelism", 0, _int),
+    Option("hoodie.insert.shuffle.parallelism", 0, _int),
+    Option("hoodie.upsert.shuffle.parallelism", 0, _int),
+    Option("hoodie.delete.shuffle.parallelism", 0, _int),
+    Option("hoodie.bulkinsert.sort.mode", "NONE", _choice("NONE", "GLOBAL_SORT", "PARTITION_SORT", "PARTITION_PATH_REPARTITION")),
+    Option("hoodie.logfile.data.block.format", "avro", _choice("avro", "parquet", upper=False)),
+    Option("hoodie.logfile.max.size", 1073741824, _int),
+    Option("hoodie.table.log.file.format", "HOODIE_LOG"),
+    Option("hoodie.metadata.enable", False, _bool, doc="the metadata table is not written"),
+    Option("hoodie.write.markers.type", "DIRECT", _choice("DIRECT", "TIMELINE_SERVER_BASED")),
+    Option("hoodie.datasource.write.schema.allow.auto.evolution.column.drop", False, _bool),
+    Option("hoodie.schema.on.read.enable", False, _bool),
+    Option("hoodie.avro.schema.validate", False, _bool),
+    Option("hoodie.table.timeline.timezone", "LOCAL", _choice("LOCAL", "UTC")),
+    # table services
+    Option("hoodie.compact.inline", False, _bool),
+    Option("hoodie.compact.schedule.inline", False, _bool),
+    Option("hoodie.compact.inline.max.delta.commits", 5, _int),
+    Option("hoodie.compact.inline.max.delta.seconds", 3600, _int),
+    Option("hoodie.compact.inline.trigger.strategy", "NUM_COMMITS", _choice("NUM_COMMITS", "TIME_ELAPSED", "NUM_OR_TIME", "NUM_AND_TIME", "NUM_COMMITS_AFTER_LAST_REQUEST")),
+    Option("hoodie.compaction.strategy", "org.apache.hudi.table.action.compact.strategy.LogFileSizeBasedCompactionStrategy"),
+    Option("hoodie.compaction.target.io", 512000, _int),
+    Option("hoodie.compaction.logfile.size.threshold", 0, _int),
+    Option("hoodie.compaction.logfile.num.threshold", 0, _int),
+    Option("hoodie.clean.automatic", True, _bool),
+    Option("hoodie.clean.async", False, _bool, ignored=True),
+    Option("hoodie.cleaner.policy", "KEEP_LATEST_COMMITS", _choice("KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS", "KEEP_LATEST_BY_HOURS")),
+    Option("hoodie.cleaner.commits.retained", 10, _int),
+    Option("hoodie.cleaner.fileversions.retained", 3, _int),
+    Option("hoodie.cleaner.hours.retained", 24, _int),
+    Option("hoodie.clean.trigger.strategy", "NUM_COMMITS", _choice("NUM_COMMITS")),
+    Option("hoodie.clean.max.commits", 1, _int),
+    Option("hoodie.cleaner.parallelism", 200, _int),
+    Option("hoodie.archive.automatic", True, _bool),
+    Option("hoodie.keep.min.commits", 20, _int),
+    Option("hoodie.keep.max.commits", 30, _int),
+    Option("hoodie.clustering.inline", False, _bool),
+    Option("hoodie.clustering.inline.max.commits", 4, _int),
+    Option("hoodie.clustering.plan.strategy.small.file.limit", 314572800, _int),
+    Option("hoodie.clustering.plan.strategy.target.file.max.bytes", 1073741824, _int),
+    Option("hoodie.clustering.plan.strategy.sort.columns", None),
+    Option("hoodie.clustering.plan.strategy.max.num.groups", 30, _int),
+    Option("hoodie.clustering.plan.strategy.max.bytes.per.group", 2147483648, _int),
+    Option("hoodie.clustering.async.enabled", False, _bool, ignored=True),
+    Option("hoodie.failed.writes.cleaner.policy", "EAGER", _choice("EAGER", "LAZY", "NEVER")),
+    # accepted for compatibility, no effect here
+    Option("hoodie.datasource.hive_sync.enable", False, _bool, ignored=True),
+    Option("hoodie.datasource.meta.sync.enable", False, _bool, ignored=True),
+    Option("hoodie.write.concurrency.mode", "SINGLE_WRITER", _choice("SINGLE_WRITER"), ignored=False),
+    Option("hoodie.write.lock.provider", None, ignored=True),
+    Option("hoodie.embed.timeline.server", True, _bool, ignored=True),
+    Option("hoodie.datasource.write.streaming.ignore.failed.batch", False, _bool, ignored=True),
+    Option("hoodie.upsert.shuffle.parallelism.auto", True, _bool, ignored=True),
+]
+
+_KEY_GENERATOR_PREFIX = "hoodie.keygen."
+OPTIONS: dict[str, Option] = {o.key: o for o in _OPTIONS}
+ALIASES: dict[str, str] = {alias: o.key for o in _OPTIONS for alias in o.aliases}
+
+
+def _unknown(key: str) -> WriteError:
+    close = difflib.get_close_matches(key, list(OPTIONS) + list(ALIASES), n=3, cutoff=0.75)
+    hint = f" Did you mean {', '.join(close)}?" if close else ""
+    return WriteError(f"unknown write option {key!r}.{hint} (options use Apache Hudi's names)")
+
+
+@dataclass
+class WriteConfig:
+    """Parsed write options; ``raw`` keeps the options as given."""
+
+    values: dict[str, Any]
+    raw: dict[str, str] = field(default_factory=dict)
+    keygen_options: dict[str, str] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self.values.get(key)
+        return default if value is None else value
+
+    # -- convenient views --------------------------------------------------------
+    @property
+    def table_name(self) -> str:
+        return self.values["hoodie.table.name"]
+
+    @property
+    def operation(self) -> str:
+        return self.values["hoodie.datasource.write.operation"]
+
+    @property
+    def table_type(self) -> str:
+        return self.values["hoodie.datasource.write.table.type"]
+
+    @property
+    def is_mor(self) -> bool:
+        return self.table_type == "MERGE_ON_READ"
+
+    @property
+    def record_key_fields(self) -> list[str]:
+        return _split(self.values["hoodie.datasource.write.recordkey.field"])
+
+    @property
+    def partition_fields(self) -> list[str]:
+        return _split(self.values["hoodie.datasource.write.partitionpath.field"])
+
+    @property
+    def precombine_field(self) -> str | None:
+        fields = _split(self.values["hoodie.datasource.write.precombine.field"])
+        return fields[0] if fields else None
+
+    @property
+    def index_type(self) -> str:
+        return self.values["hoodie.index.type"]
+
+    @property
+    def is_global_index(self) -> bool:
+        return self.index_type.startswith("GLOBAL_")
+
+    @property
+    def update_partition_path(self) -> bool:
+        if self.index_type == "GLOBAL_BLOOM":
+            return self.values["hoodie.bloom.index.update.partition.path"]
+        return self.values["hoodie.simple.index.update.partition.path"]
+
+    @property
+    def payload_class(self) -> str:
+        mode = self.values.get("hoodie.record.merge.mode")
+        if mode == "EVENT_TIME_ORDERING":
+            return DEFAULT_PAYLOAD
+        if mode == "COMMIT_TIME_ORDERING":
+            return OVERWRITE_PAYLOAD
+        return self.values["hoodie.datasource.write.payload.class"]
+
+    @property
+    def event_time_ordering(self) -> bool:
+        return self.payload_class in (DEFAULT_PAYLOAD, EVENT_TIME_PAYLOAD)
+
+    def parallelism(self, operation: str | None = None) -> int:
+        op = operation or self.operation
+        key = {
+            "bulk_insert": "hoodie.bulkinsert.shuffle.parallelism",
+            "insert": "hoodie.insert.shuffle.parallelism",
+            "delete": "hoodie.delete.shuffle.parallelism",
+        }.get(op, "hoodie.upsert.shuffle.parallelism")
+        return int(self.values[key])
+
+    def hoodie_options(self) -> dict[str, str]:
+        """Options the core's key generator reads (Hudi names)."""
+        out = {k: str(v) for k, v in self.raw.items()}
+        for key in (
+            "hoodie.datasource.write.recordkey.field",
+            "hoodie.datasource.write.partitionpath.field",
+            "hoodie.datasource.write.hive_style_partitioning",
+            "hoodie.datasource.write.partitionpath.urlencode",
+            "hoodie.datasource.write.keygenerator.class",
+            "hoodie.datasource.write.keygenerator.type",
+            "hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled",
+        ):
+            value = self.values.get(key)
+            if value is not None:
+                out[key] = str(value).lower() if isinstance(value, bool) else str(value)
+        out.update(self.keygen_options)
+        return out
+
+
+def _split(value: Any) -> list[str]:
+    if value is None:
+        return []
+    return [p.strip() for p in str(value).split(",") if p.strip()]
+
+
+def parse_options(options: Mapping[str, Any], for_write: bool = True) -> WriteConfig:
+    """Validate and parse write options (Hudi names), filling Hudi's defaults.
+
+    ``for_write=False`` parses options of a table service (no record key needed).
+    """
+    values: dict[str, Any] = {o.key: o.default for o in _OPTIONS}
+    raw: dict[str, str] = {}
+    keygen: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for key, value in options.items():
+        if not isinstance(key, str):
+            raise WriteError(f"write option names must be strings, got {key!r}")
+        if value is None:
+            raise WriteError(f"write option {key!r} has no value (None)")
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        if key.startswith(_KEY_GENERATOR_PREFIX):
+            keygen[key] = text
+            raw[key] = text
+            continue
+        canonical = ALIASES.get(key, key)
+        option = OPTIONS.get(canonical)
+        if option is None:
+            raise _unknown(key)
+        if canonical in seen and seen[canonical] != text:
+            raise WriteError(f"options {key!r} and {canonical!r} disagree ({text!r} vs {seen[canonical]!r})")
+        seen[canonical] = text
+        try:
+            values[canonical] = option.parse(text)
+        except ValueError as exc:
+            raise WriteError(f"write option {key}={text!r} is invalid: {exc}") from exc
+        raw[canonical] = text
+        if option.ignored:
+            log.warning("write option %s has no effect in spark_writer and is ignored", key)
+    config = WriteConfig(values, raw, keygen)
+    if for_write:
+        _check(config)
+    else:
+        _check_services(config)
+    return config
+
+
+def _check_services(config: WriteConfig) -> None:
+    v = config.values
+    if v["hoodie.keep.min.commits"] > v["hoodie.keep.max.commits"]:
+        raise WriteError("hoodie.keep.min.commits must not exceed hoodie.keep.max.commits")
+    if v["hoodie.keep.min.commits"] <= v["hoodie.cleaner.commits.retained"]:
+        raise WriteError(
+            "hoodie.keep.min.commits must be greater than hoodie.cleaner.commits.retained "
+            f"({v['hoodie.keep.min.commits']} <= {v['hoodie.cleaner.commits.retained']}), as in Hudi"
+        )
+
+
+def _check(config: WriteConfig) -> None:
+    v = config.values
+    if not v.get("hoodie.table.name"):
+        raise WriteError("missing write option hoodie.table.name (the table's name)")
+    op = config.operation
+    if not config.record_key_fields and op not in ("insert", "bulk_insert", "delete_partition", "insert_overwrite_table"):
+        raise WriteError(
+            f"operation {op} needs hoodie.datasource.write.recordkey.field (the record key column(s))"
+        )
+    if config.payload_class not in SUPPORTED_PAYLOADS:
+        raise WriteError(
+            f"hoodie.datasource.write.payload.class={config.payload_class} is not supported; use "
+            f"{OVERWRITE_PAYLOAD} (commit-time ordering) or {DEFAULT_PAYLOAD} (event-time ordering)"
+        )
+    if config.event_time_ordering and not config.precombine_field:
+        raise WriteError(
+            f"payload {config.payload_class} orders records by event time and needs "
+            "hoodie.datasource.write.precombine.field"
+        )
+    if len(_split(v.get("hoodie.datasource.write.precombine.field"))) > 1:
+        raise WriteError("hoodie.datasource.write.precombine.field accepts one field in table version 6")
+    if v["hoodie.parquet.small.file.limit"] > v["hoodie.parquet.max.file.size"]:
+        raise WriteError(
+            "hoodie.parquet.small.file.limit must not exceed hoodie.parquet.max.file.size "
+            f"({v['hoodie.parquet.small.file.limit']} > {v['hoodie.parquet.max.file.size']})"
+        )
+    if v["hoodie.keep.min.commits"] > v["hoodie.keep.max.commits"]:
+        raise WriteError("hoodie.keep.min.commits must not exceed hoodie.keep.max.commits")
+    if v["hoodie.keep.min.commits"] <= v["hoodie.cleaner.commits.retained"]:
+        raise WriteError(
+            "hoodie.keep.min.commits must be greater than hoodie.cleaner.commits.retained "
+            f"({v['hoodie.keep.min.commits']} <= {v['hoodie.cleaner.commits.retained']}), as in Hudi"
+        )
+    if config.index_type == "BUCKET" and v["hoodie.bucket.index.num.buckets"] <= 0:
+        raise WriteError("hoodie.bucket.index.num.buckets must be positive")
+    if v["hoodie.metadata.enable"]:
+        raise WriteError(
+            "hoodie.metadata.enable=true: spark_writer does not write the metadata table; set it to false "
+            "(readers list files instead)"
+        )
+    if v.get("hoodie.write.markers.type") == "TIMELINE_SERVER_BASED":
+        log.info("hoodie.write.markers.type=TIMELINE_SERVER_BASED: using DIRECT markers (no timeline server)")

@@ -1,0 +1,402 @@
+"""Index lookup ("tagging"): which existing file group each incoming record updates.
+
+* SIMPLE / GLOBAL_SIMPLE: join with the record keys of the latest base files;
+* BLOOM / GLOBAL_BLOOM: prune candidate files by min/max key and the footer's
+  bloom filter, then confirm against the file's keys;
+* BUCKET: the file group follows from the key's hash.
+
+Only file listings and per-file key ranges reach the driver; keys stay on
+executors. GLOBAL variants match on the key alone; a key that moves partition
+is deleted from its old file group and inserted into the new partition when
+``hoodie.*.update.partition.path`` is true, else updated where it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from hudi_duck.core import bucket_index
+from hudi_duck.core.base_file import read_base_file_footer
+from hudi_duck.core.file_slice import FileSlice
+from hudi_duck.core.schema import PARTITION_PATH, RECORD_KEY
+from hudi_duck.core.storage import Storage
+from hudi_duck.core.table import HudiTable
+from hudi_duck.core.write_handles import DELETE_FLAG, HARD_DELETE_FLAG
+
+from .config import WriteConfig
+
+FILE_ID = "_hd_file_id"
+PREV_COMMIT = "_hd_prev_commit"
+
+_LOCATION_SCHEMA = T.StructType(
+    [
+        T.StructField("_loc_key", T.StringType(), False),
+        T.StructField("_loc_partition", T.StringType(), False),
+        T.StructField("_loc_file_id", T.StringType(), False),
+        T.StructField("_loc_instant", T.StringType(), False),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class BaseFileRef:
+    partition_path: str
+    file_id: str
+    instant: str
+    path: str
+
+
+def latest_base_files(table: HudiTable, partitions: list[str] | None) -> list[BaseFileRef]:
+    """The latest committed base file of every visible file group."""
+    view = table.file_system_view
+    wanted = view.partitions if partitions is None else [p for p in partitions if p in set(view.partitions)]
+    refs = []
+    for s in view.latest_slices(partitions=wanted, read_optimized=True):
+        if s.base_file is not None:
+            refs.append(BaseFileRef(s.partition_path, s.file_id, s.base_instant_time, s.base_file.path))
+    return refs
+
+
+def _files_frame(spark: SparkSession, refs: list[BaseFileRef]) -> DataFrame:
+    schema = T.StructType(
+        [
+            T.StructField("partition", T.StringType(), False),
+            T.StructField("file_id", T.StringType(), False),
+            T.StructField("instant", T.StringType(), False),
+            T.StructField("path", T.StringType(), False),
+        ]
+    )
+    rows = [(r.partition_path, r.file_id, r.instant, r.path) for r in refs]
+    frame = spark.createDataFrame(rows, schema)
+    return frame.repartition(max(1, min(len(rows), spark.sparkContext.defaultParallelism * 2)))
+
+
+def _read_keys_fn(base_uri: str, storage_options: dict):
+    def read_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        storage = Storage(base_uri, storage_options)
+        for batch in batches:
+            for partition, file_id, instant, path in zip(*(batch.column(i).to_pylist() for i in range(4))):
+                with storage.open(path) as handle:
+                    keys = pq.read_table(handle, columns=[RECORD_KEY]).column(RECORD_KEY).combine_chunks()
+                n = len(keys)
+                yield pa.RecordBatch.from_arrays(
+                    [keys.cast(pa.string()), pa.array([partition] * n), pa.array([file_id] * n), pa.array([instant] * n)],
+                    schema=pa.schema([(f.name, pa.string(), False) for f in _LOCATION_SCHEMA.fields]),
+                )
+
+    return read_keys
+
+
+def _existing_locations_simple(spark, table: HudiTable, refs: list[BaseFileRef], storage_options) -> DataFrame:
+    return _files_frame(spark, refs).mapInArrow(_read_keys_fn(table.base_uri, storage_options), _LOCATION_SCHEMA)
+
+
+def _existing_locations_bloom(spark, table: HudiTable, refs: list[BaseFileRef], incoming: DataFrame, cfg: WriteConfig, storage_options, global_index: bool) -> DataFrame:
+    """Candidate files per key from min/max ranges, then bloom filter + exact check."""
+    base_uri = table.base_uri
+
+    range_schema = T.StructType(
+        [
+            T.StructField("partition", T.StringType(), False),
+            T.StructField("file_id", T.StringType(), False),
+            T.StructField("instant", T.StringType(), False),
+            T.StructField("path", T.StringType(), False),
+            T.StructField("min_key", T.StringType(), True),
+            T.StructField("max_key", T.StringType(), True),
+        ]
+    )
+
+    def read_ranges(batches):
+        storage = Storage(base_uri, storage_options)
+        for batch in batches:
+            rows = list(zip(*(batch.column(i).to_pylist() for i in range(4))))
+            mins, maxs = [], []
+            for _, _, _, path in rows:
+                footer = read_base_file_footer(storage, path)
+                mins.append(footer["min_record_key"])
+                maxs.append(footer["max_record_key"])
+            cols = list(zip(*rows)) if rows else [[], [], [], []]
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(list(c), pa.string()) for c in cols] + [pa.array(mins, pa.string()), pa.array(maxs, pa.string())],
+                names=[f.name for f in range_schema.fields],
+            )
+
+    ranges = _files_frame(spark, refs).mapInArrow(read_ranges, range_schema)
+    if not cfg["hoodie.bloom.index.prune.by.ranges"]:
+        ranges = ranges.withColumn("min_key", F.lit(None).cast("string")).withColumn("max_key", F.lit(None).cast("string"))
+    keys = incoming.select(F.col(RECORD_KEY).alias("k"), F.col(PARTITION_PATH).alias("p")).distinct()
+    # Hudi's min/max keys follow Java's UTF-16 order; Spark compares UTF-8 bytes.
+    # The two orders only disagree for keys with characters at or above U+E000,
+    # which are therefore never pruned by range.
+    unordered = F.col("k").rlike("[\\x{E000}-\\x{10FFFF}]")
+    in_range = unordered | (
+        (F.col("min_key").isNull() | (F.col("k") >= F.col("min_key")))
+        & (F.col("max_key").isNull() | (F.col("k") <= F.col("max_key")))
+    )
+    condition = in_range if global_index else (in_range & (F.col("p") == F.col("partition")))
+    candidates = keys.join(F.broadcast(ranges), condition, "inner").select("k", "partition", "file_id", "instant", "path")
+
+    def check_candidates(batches):
+        storage = Storage(base_uri, storage_options)
+        pending: dict[tuple, list[str]] = {}
+        for batch in batches:
+            for k, partition, file_id, instant, path in zip(*(batch.column(i).to_pylist() for i in range(5))):
+                pending.setdefault((partition, file_id, instant, path), []).append(k)
+        for (partition, file_id, instant, path), candidate_keys in pending.items():
+            bloom = read_base_file_footer(storage, path)["bloom_filter"]
+            if bloom is None:
+                maybe = candidate_keys
+            else:
+                hits = bloom.might_contain_all(candidate_keys)
+                maybe = [k for k, hit in zip(candidate_keys, hits) if hit]
+            if not maybe:
+                continue
+            with storage.open(path) as handle:
+                actual = set(pq.read_table(handle, columns=[RECORD_KEY]).column(RECORD_KEY).to_pylist())
+            found = [k for k in maybe if k in actual]
+            n = len(found)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(found, pa.string()), pa.array([partition] * n, pa.string()), pa.array([file_id] * n, pa.string()), pa.array([instant] * n, pa.string())],
+                schema=pa.schema([(f.name, pa.string(), False) for f in _LOCATION_SCHEMA.fields]),
+            )
+
+    return candidates.repartition("file_id").mapInArrow(check_candidates, _LOCATION_SCHEMA)
+
+
+def tag_locations(
+    spark: SparkSession,
+    incoming: DataFrame,
+    table: HudiTable | None,
+    cfg: WriteConfig,
+    storage_options: dict,
+    partitions: list[str],
+) -> DataFrame:
+    """Add ``_hd_file_id`` and ``_hd_prev_commit`` (null: an insert)."""
+    index = cfg.index_type
+    if index == "BUCKET":
+        return _tag_bucket(spark, incoming, table, cfg, partitions)
+    global_index = cfg.is_global_index
+    untagged = incoming.withColumn(FILE_ID, F.lit(None).cast("string")).withColumn(PREV_COMMIT, F.lit(None).cast("string"))
+    if table is None:
+        return untagged
+    refs = latest_base_files(table, None if global_index else partitions)
+    if not refs:
+        return untagged
+    if index in ("BLOOM", "GLOBAL_BLOOM"):
+        locations = _existing_locations_bloom(spark, table, refs, incoming, cfg, storage_options, global_index)
+    else:
+        locations = _existing_locations_simple(spark, table, refs, storage_options)
+    if not global_index:
+        condition = (F.col(RECORD_KEY) == F.col("_loc_key")) & (F.col(PARTITION_PATH) == F.col("_loc_partition"))
+        joined = incoming.join(locations, condition, "left")
+        return joined.withColumn(FILE_ID, F.col("_loc_file_id")).withColumn(PREV_COMMIT, F.col("_loc_instant")).drop(
+            *[f.name for f in _LOCATION_SCHEMA.fields]
+        )
+    joined = incoming.join(locations, F.col(RECORD_KEY) == F.col("_loc_key"), "left")
+    moved = F.col("_loc_partition").isNotNull() & (F.col("_loc_partition") != F.col(PARTITION_PATH))
+    loc_cols = [f.name for f in _LOCATION_SCHEMA.fields]
+    if not cfg.update_partition_path:
+        # the record stays in its file group; its data moves with it
+        stayed = joined.withColumn(PARTITION_PATH, F.coalesce(F.col("_loc_partition"), F.col(PARTITION_PATH)))
+        return stayed.withColumn(FILE_ID, F.col("_loc_file_id")).withColumn(PREV_COMMIT, F.col("_loc_instant")).drop(*loc_cols)
+    event_time = cfg.event_time_ordering and cfg.precombine_field and "." not in cfg.precombine_field
+    if event_time or table.config.is_mor:
+        ordering = cfg.precombine_field if event_time else None
+        return _tag_global_merged(spark, incoming, joined, table, storage_options, ordering)
+    same = joined.filter(~moved).withColumn(FILE_ID, F.col("_loc_file_id")).withColumn(PREV_COMMIT, F.col("_loc_instant"))
+    moved_rows = joined.filter(moved)
+    inserts = (
+        moved_rows.filter(~F.col(DELETE_FLAG))
+        .withColumn(FILE_ID, F.lit(None).cast("string"))
+        .withColumn(PREV_COMMIT, F.lit(None).cast("string"))
+    )
+    removals = (
+        moved_rows.withColumn(PARTITION_PATH, F.col("_loc_partition"))
+        .withColumn(FILE_ID, F.col("_loc_file_id"))
+        .withColumn(PREV_COMMIT, F.col("_loc_instant"))
+        .withColumn(DELETE_FLAG, F.lit(True))
+        .withColumn(HARD_DELETE_FLAG, F.lit(True))
+    )
+    return same.drop(*loc_cols).unionByName(inserts.drop(*loc_cols)).unionByName(removals.drop(*loc_cols))
+
+
+EXISTING_FILE_ID = "_hd_ex_file_id"
+EXISTING_INSTANT = "_hd_ex_instant"
+
+
+def _existing_records(spark, table: HudiTable, groups: list[tuple[str, str]], schema: T.StructType, storage_options) -> DataFrame:
+    """The latest records (base merged with logs) of file groups, in the incoming records'
+    schema plus their file group and its base instant."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    timezone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
+    try:
+        arrow_schema = to_arrow_schema(schema, timezone=timezone)
+    except TypeError:  # Spark < 4
+        arrow_schema = to_arrow_schema(schema)
+    internal = (RECORD_KEY, PARTITION_PATH, DELETE_FLAG, HARD_DELETE_FLAG)
+    data_schema = pa.schema([f for f in arrow_schema if f.name not in internal])
+    out_schema = pa.schema(list(arrow_schema) + [pa.field(EXISTING_FILE_ID, pa.string()), pa.field(EXISTING_INSTANT, pa.string())])
+    spark_schema = T.StructType(
+        list(schema.fields)
+        + [T.StructField(EXISTING_FILE_ID, T.StringType(), True), T.StructField(EXISTING_INSTANT, T.StringType(), True)]
+    )
+    base_uri = table.base_uri
+
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from hudi_duck.core.file_group_reader import read_slice
+        from hudi_duck.core.read_plan import plan_snapshot
+        from hudi_duck.core.schema import align_to_schema
+
+        current = HudiTable(base_uri, storage_options)
+        plans: dict = {}
+        for batch in batches:
+            for partition, file_id in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                if partition not in plans:
+                    plans[partition] = plan_snapshot(current, partitions=[partition])
+                plan = plans[partition]
+                for s in plan.slices:
+                    if s.file_id != file_id:
+                        continue
+                    rows = read_slice(plan.context(), s)
+                    n = rows.num_rows
+                    if not n:
+                        continue
+                    data = align_to_schema(rows, data_schema, f"{partition}/{file_id}")
+                    extra = {
+                        RECORD_KEY: rows.column(RECORD_KEY).cast(pa.string()),
+                        PARTITION_PATH: pa.array([partition] * n, pa.string()),
+                        DELETE_FLAG: pa.array([False] * n, pa.bool_()),
+                        HARD_DELETE_FLAG: pa.array([False] * n, pa.bool_()),
+                        EXISTING_FILE_ID: pa.array([file_id] * n, pa.string()),
+                        EXISTING_INSTANT: pa.array([s.base_instant_time] * n, pa.string()),
+                    }
+                    arrays = [extra[f.name] if f.name in extra else data.column(f.name) for f in out_schema]
+                    arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
+                    yield pa.RecordBatch.from_arrays(arrays, schema=out_schema)
+
+    frame = spark.createDataFrame(
+        groups,
+        T.StructType([T.StructField("partition", T.StringType(), False), T.StructField("file_id", T.StringType(), False)]),
+    )
+    return frame.repartition(max(1, min(len(groups), spark.sparkContext.defaultParallelism))).mapInArrow(read, spark_schema)
+
+
+def _tag_global_merged(spark, incoming: DataFrame, joined: DataFrame, table: HudiTable, storage_options, ordering: str | None) -> DataFrame:
+    """Global index, ``update.partition.path`` true, event-time ordering (``ordering``; None:
+    commit-time, the incoming record always wins) or merge-on-read: as Hudi's
+    ``HoodieIndexUtils.mergeForPartitionUpdatesIfNeeded``, a located record is first
+    merged with the key's latest record when it moved partition (copy-on-write), or
+    always on merge-on-read tables (base files may hold keys deleted in logs, so a key
+    can be located in several file groups):
+
+    * the key has no live record (deleted in a log): the incoming record is a new record;
+    * incoming deletes (soft or hard) go to where the key's record is;
+    * the incoming record wins (ordering >=): an update where the key is, or, if it
+      moved partition, a delete there plus an insert into the new partition;
+    * the existing record wins: it is written again where it is (same data).
+    """
+    names = incoming.columns
+    # computed once: every branch below starts from these rows (else each recomputes the lookup)
+    joined = joined.localCheckpoint(eager=True)
+    located = F.col("_loc_file_id").isNotNull()
+    moved_from_location = F.col("_loc_partition") != F.col(PARTITION_PATH)
+    needs_lookup = located if table.config.is_mor else (located & moved_from_location)
+    plain = (
+        joined.filter(~needs_lookup)
+        .withColumn(FILE_ID, F.col("_loc_file_id"))
+        .withColumn(PREV_COMMIT, F.col("_loc_instant"))
+    )
+    lookup = joined.filter(needs_lookup)
+    groups = [(r[0], r[1]) for r in lookup.select("_loc_partition", "_loc_file_id").distinct().collect()]
+    if not groups:
+        return plain.select(*names, FILE_ID, PREV_COMMIT)
+    ex_name = {c: f"_hd_ex{i}" for i, c in enumerate(names)}
+    existing = _existing_records(spark, table, groups, incoming.schema, storage_options)
+    existing = existing.select(*[F.col(c).alias(ex_name[c]) for c in names], EXISTING_FILE_ID, EXISTING_INSTANT)
+    # one row per incoming record (the location join repeats a key found in several file groups)
+    pending = lookup.select(*names).dropDuplicates([RECORD_KEY])
+    j = pending.join(existing, F.col(RECORD_KEY) == F.col(ex_name[RECORD_KEY]), "left").localCheckpoint(eager=True)
+    found = F.col(ex_name[RECORD_KEY]).isNotNull()
+    existing_partition = F.col(ex_name[PARTITION_PATH])
+    moved = existing_partition != F.col(PARTITION_PATH)
+    if ordering is None:
+        incoming_wins = F.lit(True)
+    else:
+        incoming_ord, existing_ord = F.col(ordering), F.col(ex_name[ordering])
+        incoming_wins = incoming_ord.isNull() | existing_ord.isNull() | (incoming_ord >= existing_ord)
+
+    def at_existing(df: DataFrame) -> DataFrame:
+        return df.withColumn(FILE_ID, F.col(EXISTING_FILE_ID)).withColumn(PREV_COMMIT, F.col(EXISTING_INSTANT))
+
+    def unlocated(df: DataFrame) -> DataFrame:
+        return df.withColumn(FILE_ID, F.lit(None).cast("string")).withColumn(PREV_COMMIT, F.lit(None).cast("string"))
+
+    updates = j.filter(found & ~F.col(DELETE_FLAG))
+    moved_winners = updates.filter(incoming_wins & moved)
+    parts = [
+        plain,
+        unlocated(j.filter(~found)),
+        at_existing(j.filter(found & F.col(DELETE_FLAG)).withColumn(PARTITION_PATH, existing_partition)),
+        at_existing(updates.filter(incoming_wins & ~moved)),
+        unlocated(moved_winners),
+        at_existing(
+            moved_winners.withColumn(PARTITION_PATH, existing_partition)
+            .withColumn(DELETE_FLAG, F.lit(True))
+            .withColumn(HARD_DELETE_FLAG, F.lit(True))
+        ),
+        at_existing(
+            updates.filter(~incoming_wins).select(*[F.col(ex_name[c]).alias(c) for c in names], EXISTING_FILE_ID, EXISTING_INSTANT)
+        ),
+    ]
+    out = None
+    for part in parts:
+        part = part.select(*names, FILE_ID, PREV_COMMIT)
+        out = part if out is None else out.unionByName(part)
+    return out
+
+
+def _tag_bucket(spark, incoming: DataFrame, table: HudiTable | None, cfg: WriteConfig, partitions: list[str]) -> DataFrame:
+    """File group of each record from its bucket; new buckets get new file groups."""
+    num_buckets = int(cfg["hoodie.bucket.index.num.buckets"])
+    hash_fields = [f.strip() for f in (cfg.get("hoodie.bucket.index.hash.field") or ",".join(cfg.record_key_fields)).split(",") if f.strip()]
+    existing: dict[tuple[str, int], tuple[str, str]] = {}
+    if table is not None:
+        for s in table.file_system_view.latest_slices(partitions=[p for p in partitions if p in set(table.file_system_view.partitions)]):
+            bucket = bucket_index.bucket_of_file_id(s.file_id)
+            if bucket is not None:
+                existing[(s.partition_path, bucket)] = (s.file_id, s.base_instant_time)
+
+    @F.udf("int")
+    def bucket_of(key: str) -> int:
+        return bucket_index.bucket_id(key, hash_fields, num_buckets)
+
+    with_bucket = incoming.withColumn("_hd_bucket_id", bucket_of(F.col(RECORD_KEY)))
+    pairs = [(r[0], r[1]) for r in with_bucket.select(PARTITION_PATH, "_hd_bucket_id").distinct().collect()]
+    rows = []
+    for partition, bucket in pairs:
+        if (partition, bucket) in existing:
+            file_id, instant = existing[(partition, bucket)]
+        else:
+            file_id, instant = bucket_index.new_bucket_file_id(bucket), None
+        rows.append((partition, bucket, file_id, instant))
+    mapping = spark.createDataFrame(
+        rows,
+        T.StructType(
+            [
+                T.StructField("_b_partition", T.StringType(), False),
+                T.StructField("_b_bucket", T.IntegerType(), False),
+                T.StructField(FILE_ID, T.StringType(), False),
+                T.StructField(PREV_COMMIT, T.StringType(), True),
+            ]
+        ),
+    )
+    condition = (F.col(PARTITION_PATH) == F.col("_b_partition")) & (F.col("_hd_bucket_id") == F.col("_b_bucket"))
+    return with_bucket.join(F.broadcast(mapping), condition, "left").drop("_b_partition", "_b_bucket", "_hd_bucket_id")

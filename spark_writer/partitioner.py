@@ -1,0 +1,228 @@
+"""Workload profile and file sizing: which records go to which file group.
+
+From per-(partition, file group) counts (the only numbers the driver sees):
+
+* records of an existing file group form an *update bucket* (copy-on-write:
+  merge into a new base file; merge-on-read: append to its log);
+* inserts first fill *small files* (base files under
+  ``hoodie.parquet.small.file.limit``) up to ``hoodie.parquet.max.file.size``,
+  then new file groups of ``max file size / average record size`` records;
+* the average record size comes from past commits' write stats
+  (``hoodie.copyonwrite.record.size.estimate`` until there are any).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from hudi_duck.core.instant import Action
+from hudi_duck.core.table import HudiTable
+
+from .config import WriteConfig
+
+CREATE = "create"
+MERGE = "merge"
+APPEND = "append"
+
+
+@dataclass
+class Bucket:
+    bucket_id: int
+    kind: str  # create / merge / append
+    partition_path: str
+    file_id: str | None = None  # None: a new file group (id made by the task)
+    base_path: str | None = None
+    base_instant: str | None = None
+    base_file_name: str | None = None
+    num_updates: int = 0
+    num_inserts: int = 0
+    num_deletes: int = 0
+
+
+@dataclass
+class InsertRange:
+    partition_path: str
+    low: float
+    high: float
+    bucket_id: int
+
+
+@dataclass
+class WorkloadPlan:
+    buckets: list[Bucket] = field(default_factory=list)
+    insert_ranges: list[InsertRange] = field(default_factory=list)
+
+    def add(self, bucket: Bucket) -> Bucket:
+        self.buckets.append(bucket)
+        return bucket
+
+    @property
+    def by_id(self) -> dict[int, Bucket]:
+        return {b.bucket_id: b for b in self.buckets}
+
+
+def average_record_size(table: HudiTable | None, cfg: WriteConfig) -> int:
+    """Bytes per record of the latest commit that wrote enough data to tell."""
+    default = int(cfg["hoodie.copyonwrite.record.size.estimate"])
+    if table is None:
+        return default
+    threshold = int(cfg["hoodie.parquet.small.file.limit"])
+    timeline = table.timeline
+    for instant in reversed(timeline.completed([Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT])):
+        metadata = timeline.commit_metadata(instant)
+        total_bytes = sum(int(s.get("totalWriteBytes") or 0) for s in metadata.write_stats() if str(s.get("path", "")).endswith(".parquet"))
+        total_records = sum(int(s.get("numWrites") or 0) for s in metadata.write_stats() if str(s.get("path", "")).endswith(".parquet"))
+        if total_bytes > threshold and total_records > 0:
+            return max(1, math.ceil(total_bytes / total_records))
+    return default
+
+
+def small_files(table: HudiTable | None, cfg: WriteConfig, partition: str) -> list[tuple[str, str, str, int, str]]:
+    """(file id, base instant, base path, size, file name) of small base files of a partition.
+
+    Slices with log files are not small files (their size is unknown until
+    compaction), nor are file groups under pending compaction or clustering.
+    """
+    limit = int(cfg["hoodie.parquet.small.file.limit"])
+    if table is None or limit <= 0:
+        return []
+    view = table.file_system_view
+    if partition not in set(view.partitions):
+        return []
+    busy = pending_file_groups(table)
+    out = []
+    for s in view.latest_slices(partitions=[partition]):
+        if s.base_file is None or s.log_files or (s.partition_path, s.file_id) in busy:
+            continue
+        if s.base_file.size < limit:
+            out.append((s.file_id, s.base_instant_time, s.base_file.path, s.base_file.size, s.base_file.file_name))
+    return sorted(out, key=lambda t: t[3])
+
+
+def pending_file_groups(table: HudiTable) -> set[tuple[str, str]]:
+    """File groups a pending compaction or clustering plan owns (not to be packed into)."""
+    busy: set[tuple[str, str]] = set()
+    timeline = table.timeline
+    for time in timeline.pending_compaction_times():
+        plan = timeline.avro_details(time, _state_requested())
+        for op in (plan or {}).get("operations") or []:
+            busy.add((op.get("partitionPath") or "", op.get("fileId")))
+    for instant in timeline.pending_clustering():
+        plan = timeline.avro_details(instant.requested_time, _state_requested()) or {}
+        for group in ((plan.get("clusteringPlan") or {}).get("inputGroups")) or []:
+            for piece in group.get("slices") or []:
+                busy.add((piece.get("partitionPath") or "", piece.get("fileId")))
+    return busy
+
+
+def pending_compaction_slices(table: HudiTable) -> dict[tuple[str, str], str]:
+    """(partition, file id) -> time of the pending compaction that owns the file group."""
+    out: dict[tuple[str, str], str] = {}
+    timeline = table.timeline
+    for time in timeline.pending_compaction_times():
+        plan = timeline.avro_details(time, _state_requested()) or {}
+        for op in plan.get("operations") or []:
+            out[(op.get("partitionPath") or "", op.get("fileId"))] = time
+    return out
+
+
+def _state_requested():
+    from hudi_duck.core.instant import State
+
+    return State.REQUESTED
+
+
+def plan_workload(
+    table: HudiTable | None,
+    cfg: WriteConfig,
+    counts: list[tuple[str, str | None, str | None, int, int]],
+    is_mor: bool,
+    small_file_handling: bool = True,
+) -> WorkloadPlan:
+    """Buckets from counts of (partition, file id, prev commit, records, deletes)."""
+    plan = WorkloadPlan()
+    view = table.file_system_view if table is not None else None
+    slices = {}
+    if view is not None:
+        touched = sorted({c[0] for c in counts if c[1] is not None and c[2] is not None})
+        for s in view.latest_slices(partitions=[p for p in touched if p in set(view.partitions)]):
+            slices[(s.partition_path, s.file_id)] = s
+    compacting = pending_compaction_slices(table) if (table is not None and is_mor) else {}
+    next_id = 0
+    existing: dict[tuple[str, str], Bucket] = {}
+    inserts_per_partition: dict[str, int] = {}
+    for partition, file_id, prev_commit, records, deletes in counts:
+        if file_id is None:
+            inserts_per_partition[partition] = inserts_per_partition.get(partition, 0) + records - deletes
+            continue
+        if prev_commit is None:
+            bucket = plan.add(Bucket(next_id, CREATE, partition, file_id, num_inserts=records - deletes))
+            next_id += 1
+            continue
+        s = slices.get((partition, file_id))
+        base = s.base_file if s is not None else None
+        kind = APPEND if is_mor else MERGE
+        if base is None and not is_mor:
+            raise RuntimeError(f"file group {partition}/{file_id} has no base file to merge into")
+        bucket = plan.add(
+            Bucket(
+                next_id,
+                kind,
+                partition,
+                file_id,
+                base_path=base.path if base else None,
+                # a pending compaction opened a new slice: logs written now belong to it
+                base_instant=compacting.get((partition, file_id))
+                or (s.base_instant_time if s is not None else prev_commit),
+                base_file_name=base.file_name if base else None,
+                num_updates=records - deletes,
+                num_deletes=deletes,
+            )
+        )
+        existing[(partition, file_id)] = bucket
+        next_id += 1
+    record_size = average_record_size(table, cfg)
+    max_size = int(cfg["hoodie.parquet.max.file.size"])
+    if cfg["hoodie.copyonwrite.insert.auto.split"]:
+        per_bucket = max(1, max_size // record_size)
+    else:
+        per_bucket = max(1, int(cfg["hoodie.copyonwrite.insert.split.size"]))
+    for partition, total in sorted(inserts_per_partition.items()):
+        if total <= 0:
+            continue
+        remaining = total
+        assigned: list[tuple[int, int]] = []
+        if small_file_handling:
+            for file_id, instant, path, size, name in small_files(table, cfg, partition):
+                if remaining <= 0:
+                    break
+                capacity = max(0, (max_size - size) // record_size)
+                if capacity <= 0:
+                    continue
+                take = min(capacity, remaining)
+                bucket = existing.get((partition, file_id))
+                if bucket is None:
+                    bucket = plan.add(
+                        Bucket(next_id, MERGE, partition, file_id, base_path=path, base_instant=instant, base_file_name=name)
+                    )
+                    next_id += 1
+                    existing[(partition, file_id)] = bucket
+                elif bucket.kind == APPEND:
+                    # small file groups take inserts through a merge, updates included (as Hudi does)
+                    bucket.kind = MERGE
+                bucket.num_inserts += take
+                assigned.append((bucket.bucket_id, take))
+                remaining -= take
+        while remaining > 0:
+            take = min(per_bucket, remaining)
+            bucket = plan.add(Bucket(next_id, CREATE, partition, None, num_inserts=take))
+            next_id += 1
+            assigned.append((bucket.bucket_id, take))
+            remaining -= take
+        low = 0.0
+        for index, (bucket_id, take) in enumerate(assigned):
+            high = 1.0 + 1e-9 if index == len(assigned) - 1 else low + take / total
+            plan.insert_ranges.append(InsertRange(partition, low, high, bucket_id))
+            low = high
+    return plan

@@ -1,0 +1,43 @@
+"""Shared test fixtures: unzipped Hudi tables and one Spark session per run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fixtures import fixture_id, fixture_zips, unzip_fixture  # noqa: E402
+
+FIXTURE_ZIPS = fixture_zips()
+FIXTURE_IDS = [fixture_id(z) for z in FIXTURE_ZIPS]
+
+
+@pytest.fixture(scope="session")
+def fixture_tables(tmp_path_factory) -> dict[str, str]:
+    """Every fixture table unzipped once per session: id -> base path."""
+    root = tmp_path_factory.mktemp("fixtures")
+    return {fixture_id(z): str(unzip_fixture(z, root)) for z in FIXTURE_ZIPS}
+
+
+@pytest.fixture()
+def fresh_fixture(tmp_path):
+    """Unzip one fixture into a private folder (for tests that modify it)."""
+
+    def make(fid: str) -> str:
+        (zip_path,) = [z for z in FIXTURE_ZIPS if fixture_id(z) == fid]
+        return str(unzip_fixture(zip_path, tmp_path))
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for the whole test run."""
+    from spark_writer.session import local_session
+
+    session = local_session()
+    yield session
+    session.stop()

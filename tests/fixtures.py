@@ -1,0 +1,47 @@
+"""Locate and unzip the Apache-Hudi-written fixture tables."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import zipfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FIXTURES_DIR = Path(
+    os.environ.get("HUDI_DUCK_FIXTURES", REPO_ROOT.parent / "shared" / "fixtures" / "hudi-tables")
+)
+
+
+def fixture_zips() -> list[Path]:
+    if not FIXTURES_DIR.is_dir():
+        raise RuntimeError(
+            f"fixture tables not found at {FIXTURES_DIR}; clone the project next to ../shared "
+            "or set HUDI_DUCK_FIXTURES"
+        )
+    return sorted(FIXTURES_DIR.rglob("*.zip"))
+
+
+def fixture_id(zip_path: Path) -> str:
+    """e.g. ``sample_table/cow/v6_nonpartitioned``."""
+    return zip_path.relative_to(FIXTURES_DIR).with_suffix("").as_posix()
+
+
+def unzip_fixture(zip_path: Path, dest_root: Path) -> Path:
+    """Unzip one fixture (skipping ``__MACOSX/``) and return the table's base path."""
+    dest = dest_root / fixture_id(zip_path).replace("/", "__")
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    with zipfile.ZipFile(zip_path) as archive:
+        members = [m for m in archive.namelist() if not m.startswith("__MACOSX/")]
+        archive.extractall(dest, members)
+    tops = sorted({m.split("/", 1)[0] for m in members if "/" in m})
+    candidates = [dest / top for top in tops if (dest / top / ".hoodie").is_dir()]
+    if len(candidates) != 1:
+        raise RuntimeError(f"{zip_path}: expected one table folder, found {tops}")
+    return candidates[0]
+
+
+def sql_of(zip_path: Path) -> str:
+    return zip_path.with_suffix(".sql").read_text()
