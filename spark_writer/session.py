@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 from hudi_duck.core.errors import HudiError
 
@@ -42,8 +43,14 @@ def check_java() -> None:
 
 
 def local_session(app_name: str = "hudi-duck", cores: str = "*", shuffle_partitions: int = 4):
-    """A small local[*] Spark session with Arrow enabled."""
+    """A small local[*] Spark session with Arrow enabled.
+
+    Python workers run the driver's own interpreter, so that the packages of this
+    environment (pyarrow, fastavro, hudi_duck) are importable on executors too.
+    """
     check_java()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     return (
@@ -53,6 +60,7 @@ def local_session(app_name: str = "hudi-duck", cores: str = "*", shuffle_partiti
         .config("spark.default.parallelism", str(shuffle_partitions))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", os.environ.get("HUDI_DUCK_SPARK_DRIVER_MEMORY", "3g"))
