@@ -49,12 +49,20 @@ def arrow_table(relation: Any) -> pa.Table:
 class HudiTableReader:
     """A table opened for reading from Python (notebook-friendly ``repr``)."""
 
-    def __init__(self, path: str, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None):
+    def __init__(
+        self,
+        path: str,
+        storage_options: dict[str, Any] | None = None,
+        filesystems: list[Any] | None = None,
+        extract_partition_values_from_path: bool = True,
+    ):
         self.table = HudiTable(path, storage_options)
         self.filesystems = filesystems
+        self.extract_partition_values_from_path = extract_partition_values_from_path
 
     def _read(self, kind: str, first: str | None, second: str | None, columns, filter) -> pa.RecordBatchReader:
-        sql = render_plan(make_plan(kind, self.table, first, second))
+        plan = make_plan(kind, self.table, first, second)
+        sql = render_plan(plan, self.extract_partition_values_from_path)
         return _execute(sql, columns, filter, self.filesystems)
 
     def snapshot(self, as_of: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None) -> pa.RecordBatchReader:
@@ -121,8 +129,14 @@ class HudiTableReader:
         }
 
 
-def open_table(path: str, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None) -> HudiTableReader:
-    return HudiTableReader(path, storage_options, filesystems)
+def open_table(
+    path: str,
+    storage_options: dict[str, Any] | None = None,
+    filesystems: list[Any] | None = None,
+    extract_partition_values_from_path: bool = True,
+) -> HudiTableReader:
+    """Open a table for Python reads (see the SQL functions for the partition-values switch)."""
+    return HudiTableReader(path, storage_options, filesystems, extract_partition_values_from_path)
 
 
 def read_snapshot(path: str, as_of: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None) -> pa.RecordBatchReader:

@@ -3,22 +3,32 @@
 -- Each macro asks the Python planner (hudi_duck_plan) for a query over
 -- read_parquet and runs it; DuckDB's parquet reader scans the base files.
 
+-- extract_partition_values_from_path: take partition column values from the
+-- partition folder (true: files of other partitions are skipped unopened on a
+-- partition filter) or from the data files (false, Hudi's read default; no
+-- file skipping). With true, a record whose own value differs from its folder
+-- fails the query instead of returning the folder's value.
+
 -- Latest snapshot, or the table as of an instant time ('yyyyMMddHHmmssSSS').
-CREATE OR REPLACE MACRO hudi_snapshot(path, as_of := NULL) AS TABLE
-    SELECT * FROM query(hudi_duck_plan('snapshot', path, CAST(as_of AS VARCHAR), NULL));
+CREATE OR REPLACE MACRO hudi_snapshot(path, as_of := NULL, extract_partition_values_from_path := true) AS TABLE
+    SELECT * FROM query(hudi_duck_plan('snapshot', path, CAST(as_of AS VARCHAR), NULL,
+                                       CAST(extract_partition_values_from_path AS BOOLEAN)));
 
 -- Base files only (merge-on-read tables without their logs).
-CREATE OR REPLACE MACRO hudi_read_optimized(path, as_of := NULL) AS TABLE
-    SELECT * FROM query(hudi_duck_plan('read_optimized', path, CAST(as_of AS VARCHAR), NULL));
+CREATE OR REPLACE MACRO hudi_read_optimized(path, as_of := NULL, extract_partition_values_from_path := true) AS TABLE
+    SELECT * FROM query(hudi_duck_plan('read_optimized', path, CAST(as_of AS VARCHAR), NULL,
+                                       CAST(extract_partition_values_from_path AS BOOLEAN)));
 
 -- Records whose commit falls in (begin_time, end_time].
-CREATE OR REPLACE MACRO hudi_incremental(path, begin_time := NULL, end_time := NULL) AS TABLE
-    SELECT * FROM query(hudi_duck_plan('incremental', path, CAST(begin_time AS VARCHAR), CAST(end_time AS VARCHAR)));
+CREATE OR REPLACE MACRO hudi_incremental(path, begin_time := NULL, end_time := NULL,
+                                         extract_partition_values_from_path := true) AS TABLE
+    SELECT * FROM query(hudi_duck_plan('incremental', path, CAST(begin_time AS VARCHAR), CAST(end_time AS VARCHAR),
+                                       CAST(extract_partition_values_from_path AS BOOLEAN)));
 
 -- One row per instant of the timeline.
 CREATE OR REPLACE MACRO hudi_timeline(path) AS TABLE
-    SELECT * FROM query(hudi_duck_plan('timeline', path, NULL, NULL));
+    SELECT * FROM query(hudi_duck_plan('timeline', path, NULL, NULL, true));
 
 -- One row per file slice a snapshot (as of an instant) reads.
 CREATE OR REPLACE MACRO hudi_file_slices(path, as_of := NULL) AS TABLE
-    SELECT * FROM query(hudi_duck_plan('file_slices', path, CAST(as_of AS VARCHAR), NULL));
+    SELECT * FROM query(hudi_duck_plan('file_slices', path, CAST(as_of AS VARCHAR), NULL, true));

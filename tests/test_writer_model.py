@@ -145,6 +145,15 @@ class Config:
     def partitioned(self) -> bool:
         return self.keygen != "nonpartitioned"
 
+    @property
+    def in_place_moves(self) -> bool:
+        """A key upserted into another partition stays in its folder with the new partition value.
+
+        Such tables are read with partition values from the data files (Hudi's
+        default), since the folder no longer tells a record's partition column.
+        """
+        return self.is_global and not self.update_partition_path and self.keygen in ("simple", "complex")
+
     def options(self) -> dict[str, str]:
         o = {
             "hoodie.table.name": "model_t",
@@ -248,8 +257,6 @@ def random_config(rng: random.Random, number: int) -> Config:
         log_format=rng.choice(["avro", "parquet"]),
         small_files=rng.random() < 0.4,
     )
-    if keygen in ("simple", "complex") and cfg.index.startswith("GLOBAL_"):
-        cfg = replace(cfg, update_partition_path=True)  # see IN_PLACE_PARTITION_COLUMNS
     return replace(cfg, name=f"random{number}-{cfg.table_type[:3].lower()}-{keygen}-{cfg.index}-{'et' if cfg.event_time else 'ct'}")
 
 
@@ -592,13 +599,17 @@ def _arg(value: str | None) -> str:
     return "NULL" if value is None else f"'{value}'"
 
 
-def ours(con, path: str, as_of: str | None = None, begin: str | None = None, end: str | None = None, incremental_query: bool = False):
+def ours(
+    con, path: str, as_of: str | None = None, begin: str | None = None, end: str | None = None,
+    incremental_query: bool = False, values_from_path: bool = True,
+):
+    extra = "" if values_from_path else ", extract_partition_values_from_path := false"
     if incremental_query:
-        sql = f"SELECT * FROM hudi_incremental('{path}', begin_time := {_arg(begin)}, end_time := {_arg(end)})"
+        sql = f"SELECT * FROM hudi_incremental('{path}', begin_time := {_arg(begin)}, end_time := {_arg(end)}{extra})"
     elif as_of is not None:
-        sql = f"SELECT * FROM hudi_snapshot('{path}', as_of := '{as_of}')"
+        sql = f"SELECT * FROM hudi_snapshot('{path}', as_of := '{as_of}'{extra})"
     else:
-        sql = f"SELECT * FROM hudi_snapshot('{path}')"
+        sql = f"SELECT * FROM hudi_snapshot('{path}'{extra})"
     return arrow_table(con.sql(sql))
 
 
@@ -619,9 +630,9 @@ def diff(expected: Counter, actual: Counter, label: str) -> str:
     return "\n".join(lines)
 
 
-def check(con, path: str, expected: Counter, context: str, hudi_rs: bool = True, **query) -> None:
+def check(con, path: str, expected: Counter, context: str, hudi_rs: bool = True, values_from_path: bool = True, **query) -> None:
     problems = []
-    mine = rows_of(ours(con, path, **query))
+    mine = rows_of(ours(con, path, values_from_path=values_from_path, **query))
     problem = diff(expected, mine, "hudi_duck")
     if problem:
         problems.append(problem)
@@ -653,6 +664,7 @@ def run_sequence(spark, con, tmp_path: Path, cfg: Config, seed: int, script: lis
     path = str(tmp_path / cfg.name)
     history: list[tuple[str, Model]] = []
     log: list[str] = []
+    from_path = not cfg.in_place_moves
     steps = len(script) if script is not None else rng.randint(4, max_ops)
     for step in range(steps):
         op = script[step] if script is not None else gen.next_op(model, first=step == 0)
@@ -672,10 +684,10 @@ def run_sequence(spark, con, tmp_path: Path, cfg: Config, seed: int, script: lis
         model.apply(op, result.instant_time)
         history.append((result.instant_time, model.copy()))
         log[-1] += f" -> {result.instant_time}"
-        check(con, path, model.snapshot(), context)
+        check(con, path, model.snapshot(), context, values_from_path=from_path)
     context = f"config {cfg.name} seed {seed}:\n  " + "\n  ".join(log)
     for instant, state in history:
-        check(con, path, state.snapshot(), f"{context}\nas of {instant}", as_of=instant)
+        check(con, path, state.snapshot(), f"{context}\nas of {instant}", values_from_path=from_path, as_of=instant)
     times = [t for t, _ in history]
     windows = [(None, times[-1])] + [(a, b) for a, b in zip(times, times[1:])] + [(None, t) for t in times[:-1]][:2]
     # hudi-rs limitation: its incremental query on merge-on-read tables returns the log records
@@ -688,7 +700,7 @@ def run_sequence(spark, con, tmp_path: Path, cfg: Config, seed: int, script: lis
         state = dict(history)[end]
         check(
             con, path, incremental(state, begin, end), f"{context}\nincremental ({begin}, {end}]",
-            hudi_rs=rs_incremental, begin=begin, end=end, incremental_query=True,
+            hudi_rs=rs_incremental, values_from_path=from_path, begin=begin, end=end, incremental_query=True,
         )
 
 
@@ -726,13 +738,8 @@ MOR_EVENT_TIME = [
     scripted("delete", (3, 1, 0)),
     scripted("upsert", (3, 1, 30)),
 ]
-# A known reader bug (strict xfail: it flips to a failure once fixed).
-#
-# IN_PLACE_PARTITION_COLUMNS: global index with update.partition.path=false: a key upserted with
-# a new partition value stays in its old partition folder and its data (the partition column)
-# is the incoming record's. hudi_duck's planner takes the partition column from the folder name
-# for simple/complex key generators and returns the old value; hudi-rs and Hudi (Spark,
-# hoodie.datasource.read.extract.partition.values.from.path=false) read it from the data file.
+# Global index with update.partition.path=false: a key upserted with a new partition value
+# stays in its old partition folder, and its partition column holds the incoming record's value.
 IN_PLACE_PARTITION_COLUMNS = [
     scripted("upsert", (1, 0, 10), (2, 1, 10)),
     scripted("upsert", (1, 1, 11)),
@@ -749,8 +756,9 @@ SCRIPTS = [
     (Config("script-mor-SIMPLE-et", "MERGE_ON_READ", partition="str", index="SIMPLE", event_time=True), MOR_EVENT_TIME),
     (Config("script-mor-parquet-BLOOM-ct", "MERGE_ON_READ", partition="str", index="BLOOM", log_format="parquet"), COMMIT_TIME_SOFT_DELETES),
 ]
-KNOWN_READER_ISSUES = [
-    (Config("known-cow-simple-GLOBAL_SIMPLE-inplace", partition="str", index="GLOBAL_SIMPLE", update_partition_path=False), IN_PLACE_PARTITION_COLUMNS),
+IN_PLACE_CONFIGS = [
+    Config("inplace-cow-simple-GLOBAL_SIMPLE", partition="str", index="GLOBAL_SIMPLE", update_partition_path=False),
+    Config("inplace-mor-complex-GLOBAL_BLOOM", "MERGE_ON_READ", keygen="complex", partition="complex", index="GLOBAL_BLOOM", update_partition_path=False),
 ]
 
 
@@ -759,18 +767,25 @@ def test_scripted_sequence_matches_model(small_spark, con, tmp_path, cfg, script
     run_sequence(small_spark, con, tmp_path, cfg, 0, script=script)
 
 
-@pytest.mark.xfail(strict=True, reason="known reader bug, see IN_PLACE_PARTITION_COLUMNS")
-@pytest.mark.parametrize("cfg, script", KNOWN_READER_ISSUES, ids=[c.name for c, _ in KNOWN_READER_ISSUES])
-def test_known_reader_issues(small_spark, con, tmp_path, cfg, script):
-    run_sequence(small_spark, con, tmp_path, cfg, 0, script=script)
+@pytest.mark.parametrize("cfg", IN_PLACE_CONFIGS, ids=str)
+def test_in_place_partition_values(small_spark, con, tmp_path, cfg):
+    """Values from the data files match Hudi; values from the folder fail loudly, never silently wrong."""
+    run_sequence(small_spark, con, tmp_path, cfg, 0, script=IN_PLACE_PARTITION_COLUMNS)
+    path = str(tmp_path / cfg.name)
+    with pytest.raises(Exception, match="extract_partition_values_from_path := false"):
+        ours(con, path)
+    # a partition filter still skips the other folder and returns Hudi's rows for it
+    only_b = arrow_table(con.sql(f"SELECT id, p FROM hudi_snapshot('{path}') WHERE p = 'b' ORDER BY id"))
+    assert only_b.to_pylist() == [{"id": "k02", "p": "b"}]
 
 
-@pytest.mark.skipif(EXTRA_SEQUENCES <= 0, reason="set HUDI_DUCK_MODEL_SEQUENCES=N for N extra random sequences")
-@pytest.mark.parametrize("number", range(max(EXTRA_SEQUENCES, 0)))
-def test_extra_random_sequences(small_spark, con, tmp_path, number):
-    seed = BASE_SEED * 1000 + number
-    cfg = random_config(random.Random(seed), number)
-    run_sequence(small_spark, con, tmp_path, cfg, seed)
+if EXTRA_SEQUENCES > 0:
+
+    @pytest.mark.parametrize("number", range(EXTRA_SEQUENCES))
+    def test_extra_random_sequences(small_spark, con, tmp_path, number):
+        seed = BASE_SEED * 1000 + number
+        cfg = random_config(random.Random(seed), number)
+        run_sequence(small_spark, con, tmp_path, cfg, seed)
 
 
 def test_configs_cover_every_option():

@@ -37,13 +37,15 @@ class _Planner:
         self.storage_options = storage_options or {}
         self.lock = threading.Lock()
 
-    def __call__(self, kind: str | None, path: str | None, first: str | None, second: str | None) -> str:
+    def __call__(
+        self, kind: str | None, path: str | None, first: str | None, second: str | None, values_from_path: bool | None = True
+    ) -> str:
         if path is None:
             raise HudiError(f"{kind or 'hudi'}: the table path is NULL")
         options = self._options_for(path)
         with self.lock:
             if kind in ("snapshot", "read_optimized", "incremental"):
-                return plan_sql(kind, path, first, second, options)
+                return plan_sql(kind, path, first, second, options, values_from_path is not False)
             if kind == "timeline":
                 return inspection.timeline_sql(path, options)
             if kind == "file_slices":
@@ -92,7 +94,7 @@ def register(
     con.create_function(
         PLAN_FUNCTION,
         planner,
-        ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR"],
+        ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "BOOLEAN"],
         "VARCHAR",
         null_handling="special",
         exception_handling="default",

@@ -30,9 +30,11 @@ def make_plan(kind: str, table: HudiTable, first: str | None, second: str | None
     raise ValueError(f"unknown query kind {kind!r}")
 
 
-def render_plan(plan: ReadPlan) -> str:
+def render_plan(plan: ReadPlan, values_from_path: bool = True) -> str:
+    """SQL for a plan; ``values_from_path`` mirrors Hudi's
+    ``hoodie.datasource.read.extract.partition.values.from.path``."""
     started = time.perf_counter()
-    renderer = SqlRenderer(plan, timeline_signature(plan.table))
+    renderer = SqlRenderer(plan, timeline_signature(plan.table), values_from_path)
     sql = renderer.render()
     stats = renderer.stats
     log.info(
@@ -46,6 +48,8 @@ def render_plan(plan: ReadPlan) -> str:
     return sql
 
 
-def plan_sql(kind: str, path: str, first: str | None, second: str | None, options: dict[str, Any]) -> str:
+def plan_sql(
+    kind: str, path: str, first: str | None, second: str | None, options: dict[str, Any], values_from_path: bool = True
+) -> str:
     table = HudiTable(path, options)
-    return render_plan(make_plan(kind, table, first, second))
+    return render_plan(make_plan(kind, table, first, second), values_from_path)

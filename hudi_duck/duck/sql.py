@@ -60,8 +60,9 @@ class RenderStats:
 class SqlRenderer:
     """Turns one read plan into one SQL statement."""
 
-    def __init__(self, plan: ReadPlan, timeline_signature: str):
+    def __init__(self, plan: ReadPlan, timeline_signature: str, values_from_path: bool = True):
         self.plan = plan
+        self.values_from_path = values_from_path
         self.table = plan.table
         self.schema: pa.Schema = plan.table.schema
         self.timeline_signature = timeline_signature
@@ -82,14 +83,37 @@ class SqlRenderer:
             if fld.name not in self._partition_columns:
                 columns.append(quote_ident(fld.name))
                 continue
-            cases = " ".join(
-                f"WHEN {quote_literal(d)} THEN {_sql_literal(values[fld.name])}" for d, values in sorted(partition_dirs.items())
-            )
-            sql_type = _duckdb_type(fld.type)
-            columns.append(
-                f"CAST(CASE parse_dirpath({quote_ident(FILENAME_COL)}) {cases} END AS {sql_type}) AS {quote_ident(fld.name)}"
-            )
+            columns.append(f"{self._folder_value_sql(fld.name, partition_dirs)} AS {quote_ident(fld.name)}")
         return ", ".join(columns)
+
+    def _path_value_guard(self, partition_dirs: dict[str, dict] | None) -> str:
+        """A row check that a file's own partition values equal its folder's.
+
+        They differ only in tables where a global index kept a record in its old
+        partition while its partition column changed
+        (``hoodie.*.update.partition.path=false``). Hudi then returns the file's
+        value; rather than silently return the folder's, the query fails and says
+        how to read such a table.
+        """
+        if not partition_dirs:
+            return ""
+        checks = []
+        for name in self._partition_columns:
+            folder = self._folder_value_sql(name, partition_dirs)
+            checks.append(f"{quote_ident(name)} IS NOT DISTINCT FROM {folder}")
+        message = quote_literal(
+            f"Hudi table {self.table.base_uri}: a record's partition column differs from its partition folder "
+            "(written with a global index and update.partition.path=false); read it with "
+            "extract_partition_values_from_path := false"
+        )
+        return f"(CASE WHEN {' AND '.join(checks)} THEN true ELSE error({message}) END)"
+
+    def _folder_value_sql(self, name: str, partition_dirs: dict[str, dict]) -> str:
+        fld = self.schema.field(name)
+        cases = " ".join(
+            f"WHEN {quote_literal(d)} THEN {_sql_literal(values[name])}" for d, values in sorted(partition_dirs.items())
+        )
+        return f"CAST(CASE parse_dirpath({quote_ident(FILENAME_COL)}) {cases} END AS {_duckdb_type(fld.type)})"
 
     @property
     def _partition_columns(self) -> list[str]:
@@ -112,7 +136,7 @@ class SqlRenderer:
             return cache_map[partition]
         result = None
         columns = self._partition_columns
-        if columns:
+        if columns and self.values_from_path:
             try:
                 values = self.table.key_generator.partition_values(partition, without_meta_fields(self.schema))
             except Exception:
@@ -135,6 +159,14 @@ class SqlRenderer:
                 dirs[self.table.storage.uri(s.partition_path)] = values
                 prunable.append(s)
         return dirs, prunable, rest
+
+    def _where_with(self, *conditions: str) -> str:
+        """The commit-time filter and extra row conditions as one WHERE clause."""
+        parts = [c for c in conditions if c]
+        where = self._where()
+        if where:
+            parts.append(f"({where[len(' WHERE '):]})")
+        return f" WHERE {' AND '.join(parts)}" if parts else ""
 
     def _where(self) -> str:
         if self.plan.commit_times is None:
@@ -191,7 +223,8 @@ class SqlRenderer:
         branches = []
         for files, evolved, dirs in self._group_base_files(slices):
             self.stats.base_files += len(files)
-            branches.append(f"SELECT {self._projection(dirs)} FROM {self._scan(files, evolved)}{self._where()}")
+            where = self._where_with(self._path_value_guard(dirs))
+            branches.append(f"SELECT {self._projection(dirs)} FROM {self._scan(files, evolved)}{where}")
         return branches
 
     def _merge_branches(self) -> list[str]:
@@ -230,12 +263,12 @@ class SqlRenderer:
         for files, evolved, dirs in self._group_base_files(with_base):
             self.stats.base_files += len(files)
             scan = self._scan(files, evolved, with_rows=True)
-            where = self._where()
-            condition = f"{keep} AND ({where[len(' WHERE '):]})" if where else keep
-            branches.append(f"SELECT {self._projection(dirs)} FROM {scan} WHERE {condition}")
+            where = self._where_with(keep, self._path_value_guard(dirs))
+            branches.append(f"SELECT {self._projection(dirs)} FROM {scan}{where}")
         for files, dirs in ((prunable_logs, log_dirs), (log_files, None)):
             if files:
-                branches.append(f"SELECT {self._projection(dirs)} FROM {self._scan(files, False)}{self._where()}")
+                where = self._where_with(self._path_value_guard(dirs))
+                branches.append(f"SELECT {self._projection(dirs)} FROM {self._scan(files, False)}{where}")
         return branches
 
     def _plan_signature(self) -> str:
