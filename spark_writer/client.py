@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from hudi_duck.core import rollback as rollbacks
+from hudi_duck.core import compaction
 from hudi_duck.core.commit_metadata import CommitMetadata, new_write_stat
 from hudi_duck.core.errors import HudiError, KeyGeneratorError, SchemaError, WriteError
 from hudi_duck.core.instant import Action, new_instant_time
@@ -368,6 +369,7 @@ class WriteClient:
             bloom_fpp=float(cfg["hoodie.index.bloom.fpp"]),
             bloom_max_entries=int(cfg["hoodie.bloom.index.filter.dynamic.max.entries"]),
             log_block_format=cfg["hoodie.logfile.data.block.format"],
+            key_options={} if table.config.populate_meta_fields else cfg.hoodie_options(),
         )
 
     def _execute(self, df, table, cfg, operation, instant_time, avro_schema, to_inflight):
@@ -381,9 +383,15 @@ class WriteClient:
             to_inflight(_profile_from_counts([], {}, operation))
             return stats, replaced
         records = prepare.strip_meta_columns(df)
+        if operation == "bulk_insert" and cfg.index_type != "BUCKET" and self._bulk_insert_unsorted(cfg):
+            # one pass: each task derives keys and writes its files
+            to_inflight(_profile_from_counts([], {}, operation))
+            return self._bulk_insert(records, ctx, cfg, prepare.key_assigner_factory(cfg, instant_time)), {}
         records = prepare.with_keys(records, cfg, instant_time)
         records = prepare.with_delete_flags(records, hard_delete=operation == "delete")
         if operation == "bulk_insert" and cfg.index_type != "BUCKET":
+            if cfg["hoodie.combine.before.insert"]:
+                records = prepare.precombine(records, cfg, cfg.is_global_index)
             to_inflight(_profile_from_counts([], {}, operation))
             return self._bulk_insert(records, ctx, cfg), {}
         # (bulk_insert into a bucket-indexed table writes each record into its bucket's file group)
@@ -428,6 +436,7 @@ class WriteClient:
                 .agg(F.count(F.lit(1)), F.sum(F.col(DELETE_FLAG).cast("long")))
                 .collect()
             ]
+            self._reject_updates_under_clustering(table, counts)
             plan = partitioner.plan_workload(
                 None if replaced or operation == "insert_overwrite_table" else table,
                 cfg,
@@ -440,6 +449,20 @@ class WriteClient:
         finally:
             tagged.unpersist()
         return stats, replaced
+
+    def _reject_updates_under_clustering(self, table: HudiTable, counts) -> None:
+        """Hudi's default update strategy (SparkRejectUpdateStrategy): no updates to file groups being clustered."""
+        clustering = compaction.clustering_file_groups(table)
+        if not clustering:
+            return
+        for partition, file_id, _, _, _ in counts:
+            owner = clustering.get((partition, file_id)) if file_id else None
+            if owner:
+                raise WriteError(
+                    f"{self.path}: records update file group {file_id} (partition {partition!r}), which the pending "
+                    f"clustering {owner} rewrites; run or roll back that clustering first "
+                    "(hoodie.clustering.updates.strategy rejects such updates, as Hudi does by default)"
+                )
 
     def _write_buckets(self, tagged: DataFrame, plan: partitioner.WorkloadPlan, ctx: WriteContext) -> list[dict]:
         if not plan.buckets:
@@ -492,7 +515,18 @@ class WriteClient:
         out = ordered.mapInArrow(executor.write_buckets_fn(ctx, buckets), executor.STATS_SCHEMA)
         return [json.loads(r[0]) for r in out.collect()]
 
-    def _bulk_insert(self, records: DataFrame, ctx: WriteContext, cfg: WriteConfig) -> list[dict]:
+    @staticmethod
+    def _bulk_insert_unsorted(cfg: WriteConfig) -> bool:
+        """bulk_insert that needs no key before writing (no sort by key, no dedup)."""
+        return cfg["hoodie.bulkinsert.sort.mode"] == "NONE" and not cfg["hoodie.combine.before.insert"]
+
+    def _bulk_insert(self, records: DataFrame, ctx: WriteContext, cfg: WriteConfig, make_keys=None) -> list[dict]:
+        if make_keys is not None:
+            parallelism = cfg.parallelism("bulk_insert")
+            if parallelism > 0:
+                records = records.repartition(parallelism)
+            out = records.mapInArrow(executor.bulk_insert_fn(ctx, make_keys), executor.STATS_SCHEMA)
+            return [json.loads(r[0]) for r in out.collect()]
         parallelism = cfg.parallelism("bulk_insert")
         mode = cfg["hoodie.bulkinsert.sort.mode"]
         if mode == "GLOBAL_SORT":

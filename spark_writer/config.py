@@ -374,6 +374,17 @@ def _check(config: WriteConfig) -> None:
             "hoodie.keep.min.commits must be greater than hoodie.cleaner.commits.retained "
             f"({v['hoodie.keep.min.commits']} <= {v['hoodie.cleaner.commits.retained']}), as in Hudi"
         )
+    if not v["hoodie.populate.meta.fields"]:
+        if config.index_type in ("BLOOM", "GLOBAL_BLOOM"):
+            raise WriteError(
+                f"hoodie.index.type={config.index_type} needs the record keys stored in the files; with "
+                "hoodie.populate.meta.fields=false use SIMPLE, GLOBAL_SIMPLE or BUCKET"
+            )
+        if not config.record_key_fields:
+            raise WriteError(
+                "hoodie.populate.meta.fields=false needs hoodie.datasource.write.recordkey.field: "
+                "generated keys cannot be derived again from the data"
+            )
     if config.index_type == "BUCKET" and v["hoodie.bucket.index.num.buckets"] <= 0:
         raise WriteError("hoodie.bucket.index.num.buckets must be positive")
     if v["hoodie.metadata.enable"]:

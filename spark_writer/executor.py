@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as T
 
@@ -73,37 +74,41 @@ def write_buckets_fn(ctx: WriteContext, buckets: dict[int, Bucket]):
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            ids = batch.column(batch.schema.get_field_index(BUCKET)).to_numpy()
-            start = 0
-            while start < len(ids):
+            ids = batch.column(batch.schema.get_field_index(BUCKET)).to_numpy(zero_copy_only=False)
+            bounds = [0] + (np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist() + [len(ids)]
+            for start, end in zip(bounds, bounds[1:]):
                 bucket_id = int(ids[start])
-                end = start
-                while end < len(ids) and ids[end] == bucket_id:
-                    end += 1
                 if current is not None and bucket_id != current:
                     yield flush()
                     pending = []
                 current = bucket_id
                 pending.append(batch.slice(start, end - start))
-                start = end
         if current is not None and pending:
             yield flush()
 
     return write
 
 
-def bulk_insert_fn(ctx: WriteContext):
-    """mapInArrow function for bulk_insert: each task writes its rows per partition path."""
+def bulk_insert_fn(ctx: WriteContext, make_keys=None):
+    """mapInArrow function for bulk_insert: each task writes its rows per partition path.
+
+    With ``make_keys`` (a ``prepare.key_assigner_factory``) the task also derives
+    the record keys itself, so the rows cross from the JVM to Python only once.
+    """
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        task = task_info()
-        batches = [b for b in batches if b.num_rows]
-        if not batches:
-            return
-        table = pa.Table.from_batches(batches)
-        partitions = table.column(PARTITION_PATH)
         import pyarrow.compute as pc
 
+        task = task_info()
+        assign = make_keys() if make_keys is not None else None
+        kept = []
+        for b in batches:
+            if b.num_rows:
+                kept.append(assign(b) if assign is not None else b)
+        if not kept:
+            return
+        table = pa.Table.from_batches(kept)
+        partitions = table.column(PARTITION_PATH)
         for partition in pc.unique(partitions).to_pylist():
             rows = table.filter(pc.equal(partitions, partition))
             stats = create_files(ctx, partition, _drop_internal(rows), task)

@@ -25,6 +25,7 @@ from pyspark.sql import types as T
 from hudi_duck.core import bucket_index
 from hudi_duck.core.base_file import read_base_file_footer
 from hudi_duck.core.file_slice import FileSlice
+from hudi_duck.core.keygen import key_generator_from_write_options
 from hudi_duck.core.schema import PARTITION_PATH, RECORD_KEY
 from hudi_duck.core.storage import Storage
 from hudi_duck.core.table import HudiTable
@@ -78,13 +79,23 @@ def _files_frame(spark: SparkSession, refs: list[BaseFileRef]) -> DataFrame:
     return frame.repartition(max(1, min(len(rows), spark.sparkContext.defaultParallelism * 2)))
 
 
-def _read_keys_fn(base_uri: str, storage_options: dict):
+def _file_keys(storage: Storage, path: str, key_options: dict | None) -> pa.Array:
+    """Record keys stored in a base file: the meta column, or derived (virtual keys)."""
+    with storage.open(path) as handle:
+        if not key_options:
+            return pq.read_table(handle, columns=[RECORD_KEY]).column(RECORD_KEY).combine_chunks()
+        parquet = pq.ParquetFile(handle)
+        generator = key_generator_from_write_options(key_options, parquet.schema_arrow)
+        rows = parquet.read(columns=list(generator.record_key_fields))
+        return generator.record_keys(rows).cast(pa.string())
+
+
+def _read_keys_fn(base_uri: str, storage_options: dict, key_options: dict | None = None):
     def read_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         storage = Storage(base_uri, storage_options)
         for batch in batches:
             for partition, file_id, instant, path in zip(*(batch.column(i).to_pylist() for i in range(4))):
-                with storage.open(path) as handle:
-                    keys = pq.read_table(handle, columns=[RECORD_KEY]).column(RECORD_KEY).combine_chunks()
+                keys = _file_keys(storage, path, key_options)
                 n = len(keys)
                 yield pa.RecordBatch.from_arrays(
                     [keys.cast(pa.string()), pa.array([partition] * n), pa.array([file_id] * n), pa.array([instant] * n)],
@@ -94,8 +105,9 @@ def _read_keys_fn(base_uri: str, storage_options: dict):
     return read_keys
 
 
-def _existing_locations_simple(spark, table: HudiTable, refs: list[BaseFileRef], storage_options) -> DataFrame:
-    return _files_frame(spark, refs).mapInArrow(_read_keys_fn(table.base_uri, storage_options), _LOCATION_SCHEMA)
+def _existing_locations_simple(spark, table: HudiTable, refs: list[BaseFileRef], storage_options, key_options=None) -> DataFrame:
+    read_keys = _read_keys_fn(table.base_uri, storage_options, key_options)
+    return _files_frame(spark, refs).mapInArrow(read_keys, _LOCATION_SCHEMA)
 
 
 def _existing_locations_bloom(spark, table: HudiTable, refs: list[BaseFileRef], incoming: DataFrame, cfg: WriteConfig, storage_options, global_index: bool) -> DataFrame:
@@ -192,7 +204,8 @@ def tag_locations(
     if index in ("BLOOM", "GLOBAL_BLOOM"):
         locations = _existing_locations_bloom(spark, table, refs, incoming, cfg, storage_options, global_index)
     else:
-        locations = _existing_locations_simple(spark, table, refs, storage_options)
+        virtual = None if table.config.populate_meta_fields else cfg.hoodie_options()
+        locations = _existing_locations_simple(spark, table, refs, storage_options, virtual)
     if not global_index:
         condition = (F.col(RECORD_KEY) == F.col("_loc_key")) & (F.col(PARTITION_PATH) == F.col("_loc_partition"))
         joined = incoming.join(locations, condition, "left")

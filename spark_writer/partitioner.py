@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from hudi_duck.core.compaction import busy_file_groups, compaction_file_groups
 from hudi_duck.core.instant import Action
 from hudi_duck.core.table import HudiTable
 
@@ -90,7 +91,7 @@ def small_files(table: HudiTable | None, cfg: WriteConfig, partition: str) -> li
     view = table.file_system_view
     if partition not in set(view.partitions):
         return []
-    busy = pending_file_groups(table)
+    busy = busy_file_groups(table)
     out = []
     for s in view.latest_slices(partitions=[partition]):
         if s.base_file is None or s.log_files or (s.partition_path, s.file_id) in busy:
@@ -100,37 +101,9 @@ def small_files(table: HudiTable | None, cfg: WriteConfig, partition: str) -> li
     return sorted(out, key=lambda t: t[3])
 
 
-def pending_file_groups(table: HudiTable) -> set[tuple[str, str]]:
-    """File groups a pending compaction or clustering plan owns (not to be packed into)."""
-    busy: set[tuple[str, str]] = set()
-    timeline = table.timeline
-    for time in timeline.pending_compaction_times():
-        plan = timeline.avro_details(time, _state_requested())
-        for op in (plan or {}).get("operations") or []:
-            busy.add((op.get("partitionPath") or "", op.get("fileId")))
-    for instant in timeline.pending_clustering():
-        plan = timeline.avro_details(instant.requested_time, _state_requested()) or {}
-        for group in ((plan.get("clusteringPlan") or {}).get("inputGroups")) or []:
-            for piece in group.get("slices") or []:
-                busy.add((piece.get("partitionPath") or "", piece.get("fileId")))
-    return busy
-
-
 def pending_compaction_slices(table: HudiTable) -> dict[tuple[str, str], str]:
     """(partition, file id) -> time of the pending compaction that owns the file group."""
-    out: dict[tuple[str, str], str] = {}
-    timeline = table.timeline
-    for time in timeline.pending_compaction_times():
-        plan = timeline.avro_details(time, _state_requested()) or {}
-        for op in plan.get("operations") or []:
-            out[(op.get("partitionPath") or "", op.get("fileId"))] = time
-    return out
-
-
-def _state_requested():
-    from hudi_duck.core.instant import State
-
-    return State.REQUESTED
+    return compaction_file_groups(table, log_compaction=False)
 
 
 def plan_workload(

@@ -24,35 +24,63 @@ def strip_meta_columns(df: DataFrame) -> DataFrame:
     return df.drop(*drop) if drop else df
 
 
-def with_keys(df: DataFrame, cfg: WriteConfig, instant_time: str) -> DataFrame:
-    """Add ``_hoodie_record_key`` and ``_hoodie_partition_path`` (core key generator)."""
+class KeyAssigner:
+    """Appends ``_hoodie_record_key`` and ``_hoodie_partition_path`` to record batches.
+
+    Runs on executors; built lazily from the first batch's schema. Auto-generated
+    keys (no record key field) are ``<instant>_<task>_<row>``, unique per write.
+    """
+
+    def __init__(self, options: dict[str, str], auto_keys: bool, instant_time: str, task_id: int):
+        self.options = options
+        self.auto_keys = auto_keys
+        self.instant_time = instant_time
+        self.task_id = task_id
+        self.generator = None
+        self.row = 0
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        if self.generator is None:
+            self.generator = key_generator_from_write_options(self.options, batch.schema)
+        if self.auto_keys:
+            prefix = f"{self.instant_time}_{self.task_id}_"
+            keys = pa.array([f"{prefix}{self.row + i}" for i in range(batch.num_rows)], pa.string())
+            self.row += batch.num_rows
+        else:
+            keys = self.generator.record_keys(batch)
+        paths = self.generator.partition_paths(batch)
+        return pa.RecordBatch.from_arrays(
+            list(batch.columns) + [keys.cast(pa.string()), paths.cast(pa.string())],
+            names=list(batch.schema.names) + [RECORD_KEY, PARTITION_PATH],
+        )
+
+
+def key_assigner_factory(cfg: WriteConfig, instant_time: str):
+    """A picklable callable that builds a ``KeyAssigner`` for the current Spark task."""
     options = cfg.hoodie_options()
     auto_keys = not cfg.record_key_fields
+
+    def make() -> KeyAssigner:
+        from pyspark import TaskContext
+
+        task = TaskContext.get()
+        return KeyAssigner(options, auto_keys, instant_time, task.partitionId() if task is not None else 0)
+
+    return make
+
+
+def with_keys(df: DataFrame, cfg: WriteConfig, instant_time: str) -> DataFrame:
+    """Add ``_hoodie_record_key`` and ``_hoodie_partition_path`` (core key generator)."""
     out_schema = T.StructType(
         list(df.schema.fields)
         + [T.StructField(RECORD_KEY, T.StringType(), False), T.StructField(PARTITION_PATH, T.StringType(), False)]
     )
+    make = key_assigner_factory(cfg, instant_time)
 
     def add_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        generator = None
-        row = 0
-        task = TaskContext.get()
-        task_id = task.partitionId() if task is not None else 0
+        assign = make()
         for batch in batches:
-            if generator is None:
-                generator = key_generator_from_write_options(options, batch.schema)
-            if auto_keys:
-                keys = pa.array([f"{instant_time}_{task_id}_{row + i}" for i in range(batch.num_rows)], pa.string())
-                row += batch.num_rows
-            else:
-                keys = generator.record_keys(batch)
-            paths = generator.partition_paths(batch)
-            yield pa.RecordBatch.from_arrays(
-                list(batch.columns) + [keys.cast(pa.string()), paths.cast(pa.string())],
-                names=list(batch.schema.names) + [RECORD_KEY, PARTITION_PATH],
-            )
+            yield assign(batch)
 
     return df.mapInArrow(add_keys, out_schema)
 

@@ -1011,6 +1011,35 @@ def test_clustering_mor(small_spark, con, mor_history, tmp_path):
     check_timeline_avro(path)
 
 
+def test_updates_to_file_groups_under_pending_clustering_are_rejected(small_spark, con, tmp_path):
+    """As Hudi's default SparkRejectUpdateStrategy: clear error, table unchanged; inserts still land."""
+    from hudi_duck.core.clustering import ClusteringSettings, schedule_clustering
+    from hudi_duck.core.errors import WriteError
+    from hudi_duck.core.instant import new_instant_time
+
+    rng = random.Random(33)
+    model = Model()
+    path = str(tmp_path / "pending_cluster")
+    options = base_options("COPY_ON_WRITE", **NO_SERVICES, **{"hoodie.parquet.small.file.limit": "0"})
+    for batch in ([0, 1, 2, 3], [4, 5, 6, 7]):
+        upsert(small_spark, path, model, rng, [key_of(i) for i in batch], options)
+    table = HudiTable(path)
+    clustering_time = new_instant_time(table.config.timeline_timezone_utc, after=table.timeline.last_instant_time)
+    pending = schedule_clustering(table, ClusteringSettings(), clustering_time)
+    assert pending is not None
+    before = data_files(path)
+    with pytest.raises(WriteError, match=f"pending clustering {clustering_time}"):
+        upsert(small_spark, path, Model(), rng, [key_of(1)], options)
+    assert data_files(path) == before
+    assert [i.requested_time for i in HudiTable(path).timeline.pending_clustering()] == [clustering_time]
+    check(con, path, model, "update rejected")
+    upsert(small_spark, path, model, rng, [key_of(20), key_of(21)], options)  # new keys: new file groups
+    check(con, path, model, "inserts during pending clustering")
+    spark_writer.cluster(small_spark, path, options)
+    upsert(small_spark, path, model, rng, [key_of(1)], options)
+    check(con, path, model, "update after clustering")
+
+
 # -- archival and bounded file counts over a long sequence ------------------------------------------------------
 
 

@@ -155,20 +155,33 @@ def select_operations(slices: list[FileSlice], settings: CompactionSettings) -> 
     return chosen
 
 
-def busy_file_groups(table: HudiTable) -> set[tuple[str, str]]:
-    """File groups already under a pending compaction or clustering plan."""
-    busy: set[tuple[str, str]] = set()
+def compaction_file_groups(table: HudiTable, log_compaction: bool = True) -> dict[tuple[str, str], str]:
+    """(partition, file id) -> requested time of the pending (log) compaction plan that owns the file group."""
     timeline = table.timeline
-    for time_ in timeline.pending_compaction_times() + timeline.pending_log_compaction_times():
+    times = timeline.pending_compaction_times() + (timeline.pending_log_compaction_times() if log_compaction else [])
+    owned: dict[tuple[str, str], str] = {}
+    for time_ in times:
         plan = timeline.avro_details(time_, State.REQUESTED) or {}
         for op in plan.get("operations") or []:
-            busy.add((op.get("partitionPath") or "", op.get("fileId")))
+            owned[(op.get("partitionPath") or "", op.get("fileId"))] = time_
+    return owned
+
+
+def clustering_file_groups(table: HudiTable) -> dict[tuple[str, str], str]:
+    """(partition, file id) -> requested time of the pending clustering that owns the file group."""
+    timeline = table.timeline
+    owned: dict[tuple[str, str], str] = {}
     for instant in timeline.pending_clustering():
         plan = timeline.avro_details(instant.requested_time, State.REQUESTED) or {}
         for group in ((plan.get("clusteringPlan") or {}).get("inputGroups")) or []:
             for piece in group.get("slices") or []:
-                busy.add((piece.get("partitionPath") or "", piece.get("fileId")))
-    return busy
+                owned[(piece.get("partitionPath") or "", piece.get("fileId"))] = instant.requested_time
+    return owned
+
+
+def busy_file_groups(table: HudiTable) -> set[tuple[str, str]]:
+    """File groups already under a pending compaction or clustering plan."""
+    return set(compaction_file_groups(table)) | set(clustering_file_groups(table))
 
 
 def plan_compaction(table: HudiTable, settings: CompactionSettings) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -86,6 +87,9 @@ class WriteContext:
     bloom_fpp: float = 0.000000001
     bloom_max_entries: int = 100000
     log_block_format: str = "avro"
+    #: key generator options; record keys of stored rows come from them when the
+    #: table keeps no ``_hoodie_record_key`` (hoodie.populate.meta.fields=false)
+    key_options: dict[str, str] = field(default_factory=dict)
 
     @cached_property
     def storage(self) -> Storage:
@@ -149,6 +153,18 @@ def _runtime(start: float, key: str) -> dict[str, int]:
 def _keys(table: pa.Table) -> pa.Array:
     column = table.column(RECORD_KEY)
     return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def record_keys_of(ctx: WriteContext, table: pa.Table) -> pa.Array:
+    """Record keys of rows: the meta column, or (virtual keys) the key generator's."""
+    if RECORD_KEY in table.column_names:
+        return _keys(table)
+    if not ctx.key_options:
+        raise WriteError("records carry no _hoodie_record_key and no key generator options were given")
+    from .keygen import key_generator_from_write_options
+
+    generator = key_generator_from_write_options(ctx.key_options, table.schema)
+    return generator.record_keys(table).cast(pa.string())
 
 
 def _delete_flags(table: pa.Table) -> list[bool]:
@@ -286,11 +302,15 @@ def merge_file(
     entries = _incoming_entries(ctx, incoming)
     states = fold_log_records(entries, MergeMode.COMMIT_TIME_ORDERING)
     ordering = old.column(ctx.ordering_field).combine_chunks() if ctx.ordering_field in old.column_names else None
-    old_keys = _keys(old) if ctx.populate_meta_fields else None
+    old_keys = record_keys_of(ctx, old)
     outcome = merge_with_base(old_keys, ordering, states, ctx.merge_mode)
     dropped = set(outcome.dropped_base_rows)
-    kept_rows = [i for i in range(old.num_rows) if i not in dropped]
-    kept = old.take(pa.array(kept_rows, pa.int64())) if dropped else old
+    if dropped:
+        mask = np.ones(old.num_rows, dtype=bool)
+        mask[np.fromiter(dropped, dtype=np.int64, count=len(dropped))] = False
+        kept = old.filter(pa.array(mask))
+    else:
+        kept = old
     new_rows = incoming.take(pa.array(outcome.winning_log_rows, pa.int64())) if outcome.winning_log_rows else None
     name = base_file_name(file_id, task.write_token, ctx.instant_time)
     rel = posixpath.join(partition_path, name) if partition_path else name
@@ -309,7 +329,7 @@ def merge_file(
         commit_time=ctx.instant_time,
         file_id=file_id,
         partition_path=partition_path,
-        record_keys=_keys(merged),
+        record_keys=record_keys_of(ctx, merged),
         seqno_start=0,
         task_partition_id=task.partition_id,
         bloom_type=ctx.bloom_type,
@@ -323,9 +343,11 @@ def merge_file(
         populate_meta_fields=ctx.populate_meta_fields,
         preserve_meta=pa.array(preserve, pa.bool_()),
     )
-    old_key_set = set(old_keys.to_pylist()) if old_keys is not None else set()
-    new_keys = [incoming.column(RECORD_KEY)[i].as_py() for i in outcome.winning_log_rows]
-    updates = sum(1 for k in new_keys if k in old_key_set)
+    winners = pa.array(outcome.winning_log_rows, pa.int64())
+    new_keys = _keys(incoming).take(winners) if len(winners) else pa.array([], pa.string())
+    updates = 0
+    if len(new_keys):
+        updates = int(pc.sum(pc.is_in(new_keys.cast(pa.string()), value_set=old_keys.cast(pa.string()))).as_py() or 0)
     deletes = len(dropped) - updates
     stat = result.to_write_stat(
         prev_commit=base_instant,
