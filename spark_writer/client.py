@@ -369,7 +369,7 @@ class WriteClient:
             bloom_fpp=float(cfg["hoodie.index.bloom.fpp"]),
             bloom_max_entries=int(cfg["hoodie.bloom.index.filter.dynamic.max.entries"]),
             log_block_format=cfg["hoodie.logfile.data.block.format"],
-            key_options={} if table.config.populate_meta_fields else cfg.hoodie_options(),
+            virtual_key_table={} if table.config.populate_meta_fields else dict(table.config.props),
         )
 
     def _execute(self, df, table, cfg, operation, instant_time, avro_schema, to_inflight):

@@ -25,7 +25,8 @@ from pyspark.sql import types as T
 from hudi_duck.core import bucket_index
 from hudi_duck.core.base_file import read_base_file_footer
 from hudi_duck.core.file_slice import FileSlice
-from hudi_duck.core.keygen import key_generator_from_write_options
+from hudi_duck.core.keygen import key_generator_from_table_config
+from hudi_duck.core.table_config import TableConfig
 from hudi_duck.core.schema import PARTITION_PATH, RECORD_KEY
 from hudi_duck.core.storage import Storage
 from hudi_duck.core.table import HudiTable
@@ -79,23 +80,23 @@ def _files_frame(spark: SparkSession, refs: list[BaseFileRef]) -> DataFrame:
     return frame.repartition(max(1, min(len(rows), spark.sparkContext.defaultParallelism * 2)))
 
 
-def _file_keys(storage: Storage, path: str, key_options: dict | None) -> pa.Array:
-    """Record keys stored in a base file: the meta column, or derived (virtual keys)."""
+def _file_keys(storage: Storage, path: str, virtual_key_table: dict | None) -> pa.Array:
+    """Record keys stored in a base file: the meta column, or (virtual keys) derived
+    by the key generator of the table's ``hoodie.properties``."""
     with storage.open(path) as handle:
-        if not key_options:
+        if not virtual_key_table:
             return pq.read_table(handle, columns=[RECORD_KEY]).column(RECORD_KEY).combine_chunks()
-        parquet = pq.ParquetFile(handle)
-        generator = key_generator_from_write_options(key_options, parquet.schema_arrow)
-        rows = parquet.read(columns=list(generator.record_key_fields))
+        generator = key_generator_from_table_config(TableConfig(props=dict(virtual_key_table)))
+        rows = pq.read_table(handle, columns=list(generator.record_key_fields))
         return generator.record_keys(rows).cast(pa.string())
 
 
-def _read_keys_fn(base_uri: str, storage_options: dict, key_options: dict | None = None):
+def _read_keys_fn(base_uri: str, storage_options: dict, virtual_key_table: dict | None = None):
     def read_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         storage = Storage(base_uri, storage_options)
         for batch in batches:
             for partition, file_id, instant, path in zip(*(batch.column(i).to_pylist() for i in range(4))):
-                keys = _file_keys(storage, path, key_options)
+                keys = _file_keys(storage, path, virtual_key_table)
                 n = len(keys)
                 yield pa.RecordBatch.from_arrays(
                     [keys.cast(pa.string()), pa.array([partition] * n), pa.array([file_id] * n), pa.array([instant] * n)],
@@ -105,8 +106,9 @@ def _read_keys_fn(base_uri: str, storage_options: dict, key_options: dict | None
     return read_keys
 
 
-def _existing_locations_simple(spark, table: HudiTable, refs: list[BaseFileRef], storage_options, key_options=None) -> DataFrame:
-    read_keys = _read_keys_fn(table.base_uri, storage_options, key_options)
+def _existing_locations_simple(spark, table: HudiTable, refs: list[BaseFileRef], storage_options) -> DataFrame:
+    virtual = None if table.config.populate_meta_fields else dict(table.config.props)
+    read_keys = _read_keys_fn(table.base_uri, storage_options, virtual)
     return _files_frame(spark, refs).mapInArrow(read_keys, _LOCATION_SCHEMA)
 
 
@@ -204,8 +206,7 @@ def tag_locations(
     if index in ("BLOOM", "GLOBAL_BLOOM"):
         locations = _existing_locations_bloom(spark, table, refs, incoming, cfg, storage_options, global_index)
     else:
-        virtual = None if table.config.populate_meta_fields else cfg.hoodie_options()
-        locations = _existing_locations_simple(spark, table, refs, storage_options, virtual)
+        locations = _existing_locations_simple(spark, table, refs, storage_options)
     if not global_index:
         condition = (F.col(RECORD_KEY) == F.col("_loc_key")) & (F.col(PARTITION_PATH) == F.col("_loc_partition"))
         joined = incoming.join(locations, condition, "left")
@@ -283,8 +284,12 @@ def _existing_records(spark, table: HudiTable, groups: list[tuple[str, str]], sc
                     if not n:
                         continue
                     data = align_to_schema(rows, data_schema, f"{partition}/{file_id}")
+                    if RECORD_KEY in rows.column_names:
+                        keys = rows.column(RECORD_KEY).cast(pa.string())
+                    else:  # virtual keys: the read context derives them with the table's key generator
+                        keys = plan.context().keys(rows).cast(pa.string())
                     extra = {
-                        RECORD_KEY: rows.column(RECORD_KEY).cast(pa.string()),
+                        RECORD_KEY: keys,
                         PARTITION_PATH: pa.array([partition] * n, pa.string()),
                         DELETE_FLAG: pa.array([False] * n, pa.bool_()),
                         HARD_DELETE_FLAG: pa.array([False] * n, pa.bool_()),

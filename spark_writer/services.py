@@ -52,6 +52,7 @@ def _context(table: HudiTable, cfg: WriteConfig, instant_time: str, storage_opti
         bloom_num_entries=int(cfg["hoodie.index.bloom.num_entries"]),
         bloom_fpp=float(cfg["hoodie.index.bloom.fpp"]),
         bloom_max_entries=int(cfg["hoodie.bloom.index.filter.dynamic.max.entries"]),
+        virtual_key_table={} if table.config.populate_meta_fields else dict(table.config.props),
     )
 
 

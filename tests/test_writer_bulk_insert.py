@@ -13,7 +13,7 @@ from oracle import canonical_rows, hudi_rs_read
 
 pytest.importorskip("pyspark")
 
-ROWS = [(f"k{i % 40:02d}", i, f"p{i % 3}", f"v{i}") for i in range(100)]  # 40 keys, duplicates inside the batch
+ROWS = [(f"k{i % 40:02d}", i, f"p{i % 40 % 3}", f"v{i}") for i in range(100)]  # 40 keys, duplicates inside the batch
 COLUMNS = ["id", "ts", "p", "v"]
 
 

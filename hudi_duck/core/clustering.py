@@ -143,7 +143,7 @@ def cluster_group(
     def admit(instant: str) -> bool:
         return instant < clustering_time and view.is_committed(instant)
 
-    read_ctx = SliceReadContext(table.storage, table.schema, table.merge_config, admit)
+    read_ctx = SliceReadContext.for_table(table, admit)
     slices = _slices_of_group(table, group)
     if not slices:
         return []

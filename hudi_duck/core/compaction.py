@@ -251,7 +251,7 @@ def compact_operation(
     def admit(instant: str) -> bool:
         return instant < compaction_time and view.is_committed(instant)
 
-    read_ctx = SliceReadContext(table.storage, table.schema, table.merge_config, admit)
+    read_ctx = SliceReadContext.for_table(table, admit)
     merged, log_stats = read_slice_with_stats(read_ctx, slice_)
     scan_ms = int((time.perf_counter() - started) * 1000)
     partition = slice_.partition_path
@@ -267,7 +267,7 @@ def compact_operation(
         commit_time=compaction_time,
         file_id=slice_.file_id,
         partition_path=partition,
-        record_keys=merged.column("_hoodie_record_key"),
+        record_keys=read_ctx.keys(merged),
         task_partition_id=task.partition_id,
         bloom_type=ctx.bloom_type,
         bloom_num_entries=ctx.bloom_num_entries,

@@ -10,7 +10,7 @@ applies it in Arrow for the Python API and for compaction.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -46,6 +46,12 @@ class SliceReadContext:
     merge: MergeConfig
     admit: Callable[[str], bool]  # which log block instants count
     key_of: KeyExtractor | None = None  # record keys of rows (virtual-key tables)
+
+    @classmethod
+    def for_table(cls, table: Any, admit: Callable[[str], bool]) -> "SliceReadContext":
+        """The context to read a table's slices; virtual-key tables get their key generator."""
+        key_of = None if table.has_meta_fields else table.key_generator.record_keys
+        return cls(table.storage, table.schema, table.merge_config, admit, key_of)
 
     def keys(self, table: pa.Table) -> pa.Array:
         if self.key_of is not None:

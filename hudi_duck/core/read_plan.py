@@ -42,10 +42,7 @@ class ReadPlan:
     notes: list[str] = field(default_factory=list)
 
     def context(self) -> SliceReadContext:
-        key_of = None
-        if not self.table.has_meta_fields:
-            key_of = self.table.key_generator.record_keys
-        return SliceReadContext(self.table.storage, self.table.schema, self.table.merge_config, self.admit, key_of)
+        return SliceReadContext.for_table(self.table, self.admit)
 
     @property
     def slices_with_logs(self) -> list[FileSlice]:

@@ -87,9 +87,9 @@ class WriteContext:
     bloom_fpp: float = 0.000000001
     bloom_max_entries: int = 100000
     log_block_format: str = "avro"
-    #: key generator options; record keys of stored rows come from them when the
-    #: table keeps no ``_hoodie_record_key`` (hoodie.populate.meta.fields=false)
-    key_options: dict[str, str] = field(default_factory=dict)
+    #: ``hoodie.properties`` of a table that keeps no ``_hoodie_record_key``
+    #: (hoodie.populate.meta.fields=false): its key generator derives stored rows' keys
+    virtual_key_table: dict[str, str] = field(default_factory=dict)
 
     @cached_property
     def storage(self) -> Storage:
@@ -159,11 +159,12 @@ def record_keys_of(ctx: WriteContext, table: pa.Table) -> pa.Array:
     """Record keys of rows: the meta column, or (virtual keys) the key generator's."""
     if RECORD_KEY in table.column_names:
         return _keys(table)
-    if not ctx.key_options:
-        raise WriteError("records carry no _hoodie_record_key and no key generator options were given")
-    from .keygen import key_generator_from_write_options
+    if not ctx.virtual_key_table:
+        raise WriteError("records carry no _hoodie_record_key and the table's key generator is unknown")
+    from .keygen import key_generator_from_table_config
+    from .table_config import TableConfig
 
-    generator = key_generator_from_write_options(ctx.key_options, table.schema)
+    generator = key_generator_from_table_config(TableConfig(props=dict(ctx.virtual_key_table)))
     return generator.record_keys(table).cast(pa.string())
 
 
@@ -253,7 +254,7 @@ def create_files(
             commit_time=ctx.instant_time,
             file_id=fid,
             partition_path=partition_path,
-            record_keys=_keys(remaining),
+            record_keys=record_keys_of(ctx, remaining),
             seqno_start=0,  # every new file counts its records from 0, as Hudi's create handle does
             task_partition_id=task.partition_id,
             bloom_type=ctx.bloom_type,
@@ -434,8 +435,15 @@ def append_log(
     header = {HeaderKey.INSTANT_TIME: ctx.instant_time, HeaderKey.SCHEMA: ctx.log_schema_json}
     if data_rows:
         records = _with_meta(ctx, incoming.take(pa.array(data_rows, pa.int64())), file_id, partition_path)
-        seqnos = [f"{ctx.instant_time}_{task.partition_id}_{i}" for i in range(records.num_rows)]
-        records = records.set_column(records.schema.get_field_index(COMMIT_SEQNO), COMMIT_SEQNO, pa.array(seqnos, pa.string()))
+        if ctx.populate_meta_fields:
+            seqnos = [f"{ctx.instant_time}_{task.partition_id}_{i}" for i in range(records.num_rows)]
+            records = records.set_column(records.schema.get_field_index(COMMIT_SEQNO), COMMIT_SEQNO, pa.array(seqnos, pa.string()))
+        else:  # virtual keys: the block schema keeps the meta fields, left empty as in base files
+            n = records.num_rows
+            records = pa.Table.from_arrays(
+                [pa.nulls(n, pa.string()) for _ in META_FIELDS] + list(records.columns),
+                names=list(META_FIELDS) + records.column_names,
+            )
         if ctx.log_block_format == "parquet":
             content = encode_parquet_records(records, ctx.log_schema_json, ctx.compression)
             blocks.append(encode_block(BlockType.PARQUET_DATA_BLOCK, dict(header), content))
