@@ -393,7 +393,7 @@ def _tag_bucket(spark, incoming: DataFrame, table: HudiTable | None, cfg: WriteC
                 existing[(s.partition_path, bucket)] = (s.file_id, s.base_instant_time)
 
     @F.udf("int")
-    def bucket_of(key: str) -> int:
+    def bucket_of(key):  # (no type hints: a plain row UDF, not a pandas one)
         return bucket_index.bucket_id(key, hash_fields, num_buckets)
 
     with_bucket = incoming.withColumn("_hd_bucket_id", bucket_of(F.col(RECORD_KEY)))
