@@ -149,6 +149,74 @@ def _key_of(path: str) -> str:
     return path.strip("/").split("/", 1)[0]
 
 
+class PositionalReader:
+    """A read-only file whose position is kept per thread.
+
+    DuckDB's scan threads share one Python file object and read it by
+    ``seek`` + ``read``; with one shared position two threads can interleave
+    and read at each other's offsets. Each thread here has its own position,
+    and reads are ``os.pread`` at it.
+    """
+
+    def __init__(self, path: str):
+        import os
+
+        self._fd = os.open(path, os.O_RDONLY)
+        self.size = os.fstat(self._fd).st_size
+        self._local = threading.local()
+        self.closed = False
+        self.name = path
+
+    @property
+    def _pos(self) -> int:
+        return getattr(self._local, "pos", 0)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self._pos, 2: self.size}[whence]
+        self._local.pos = max(0, base + offset)
+        return self._local.pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def read(self, n: int = -1) -> bytes:
+        import os
+
+        pos = self._pos
+        if n is None or n < 0:
+            n = max(0, self.size - pos)
+        data = os.pread(self._fd, n, pos)
+        self._local.pos = pos + len(data)
+        return data
+
+    def readinto(self, buffer) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        import os
+
+        if not self.closed:
+            self.closed = True
+            os.close(self._fd)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 class LazySliceFileSystem(AbstractFileSystem):
     """Serves merged log rows of registered slices, merging on first open."""
 
@@ -160,7 +228,7 @@ class LazySliceFileSystem(AbstractFileSystem):
             raise PermissionError(f"{PROTOCOL}:// files are read-only")
         job = REGISTRY.job(_key_of(path))
         job.ensure()
-        return open(job.logrows_file, "rb")
+        return PositionalReader(job.logrows_file)
 
     def info(self, path, **kwargs):
         job = REGISTRY.job(_key_of(path))
@@ -179,6 +247,13 @@ class LazySliceFileSystem(AbstractFileSystem):
         return [entry] if detail else [entry["name"]]
 
     def modified(self, path):
+        """The merged file's real mtime once it exists: a re-merged slice (after the
+        cache was cleared) is a new file to every cache keyed by path and mtime."""
+        import os
+
+        job = REGISTRY.jobs.get(_key_of(path))
+        if job is not None and job.dropped is not None and os.path.exists(job.logrows_file):
+            return _dt.datetime.fromtimestamp(os.path.getmtime(job.logrows_file), tz=_dt.timezone.utc)
         return _EPOCH
 
     def created(self, path):

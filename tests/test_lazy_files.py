@@ -1,0 +1,31 @@
+"""Merged slice files served to DuckDB: per-thread positions (DuckDB's scan threads share one handle)."""
+
+from __future__ import annotations
+
+import threading
+
+from hudi_duck.duck.lazy import PositionalReader
+
+
+def test_threads_keep_their_own_position(tmp_path):
+    path = tmp_path / "f.bin"
+    path.write_bytes(bytes(range(256)) * 4)
+    reader = PositionalReader(str(path))
+    reader.seek(10)
+    other: dict[str, bytes] = {}
+
+    def elsewhere():  # another thread moves its own position and reads
+        reader.seek(1000)
+        other["data"] = reader.read(100)
+
+    t = threading.Thread(target=elsewhere)
+    t.start()
+    t.join()
+    assert other["data"] == (bytes(range(256)) * 4)[1000:1024]  # short read at the end of the file
+    assert reader.tell() == 10
+    assert reader.read(5) == bytes([10, 11, 12, 13, 14])
+    buf = bytearray(3)
+    assert reader.readinto(buf) == 3 and bytes(buf) == bytes([15, 16, 17])
+    assert reader.seek(-4, 2) == 1020 and reader.read() == bytes([252, 253, 254, 255])
+    reader.close()
+    assert reader.closed
