@@ -105,14 +105,21 @@ class Registry:
             raise FileNotFoundError(f"{PROTOCOL}://{key}: unknown slice (plan it again)") from None
 
     def keep(self, token: str, filenames: pa.Array, rows: pa.Array) -> pa.Array:
-        """Mask of base rows that survive their slice's logs."""
+        """Mask of base rows that survive their slice's logs.
+
+        Runs once per DuckDB vector: files are told apart with Arrow's
+        dictionary encoding and rows looked up in the (sorted) dropped rows,
+        so no Python object is made per row.
+        """
         mapping = self.plans.get(token)
         if mapping is None:
             raise RuntimeError(f"hudi-duck plan {token} is no longer known; run the query again")
-        keep = np.ones(len(rows), dtype=bool)
-        names = filenames.to_numpy(zero_copy_only=False)
+        encoded = filenames if pa.types.is_dictionary(filenames.type) else pc.dictionary_encode(filenames)
+        names = encoded.dictionary.to_pylist()
         row_values = rows.to_numpy(zero_copy_only=False)
-        for name in np.unique(names):
+        keep = np.ones(len(row_values), dtype=bool)
+        indices = encoded.indices.to_numpy(zero_copy_only=False) if len(names) > 1 else None
+        for i, name in enumerate(names):
             key = mapping.get(name)
             if key is None:
                 continue
@@ -120,9 +127,20 @@ class Registry:
             job.ensure()
             if not len(job.dropped):
                 continue
-            positions = np.nonzero(names == name)[0]
-            keep[positions] = ~np.isin(row_values[positions], job.dropped)
+            if indices is None:
+                keep = ~_sorted_contains(job.dropped, row_values)
+            else:
+                positions = np.nonzero(indices == i)[0]
+                keep[positions] = ~_sorted_contains(job.dropped, row_values[positions])
         return pa.array(keep, pa.bool_())
+
+
+def _sorted_contains(sorted_values: np.ndarray, probes: np.ndarray) -> np.ndarray:
+    """Which probes occur in ``sorted_values`` (ascending)."""
+    at = np.searchsorted(sorted_values, probes)
+    hit = at < len(sorted_values)
+    hit[hit] = sorted_values[at[hit]] == probes[hit]
+    return hit
 
 
 REGISTRY = Registry()
