@@ -430,12 +430,19 @@ class WriteClient:
             small = cfg.index_type != "BUCKET"
         tagged = tagged.persist()
         try:
+            phase = time.perf_counter()
+            log.info("%s %s: locating records (%s index) ...", operation, instant_time, cfg.index_type)
             counts = [
                 (r[0], r[1], r[2], int(r[3]), int(r[4]))
                 for r in tagged.groupBy(PARTITION_PATH, index.FILE_ID, index.PREV_COMMIT)
                 .agg(F.count(F.lit(1)), F.sum(F.col(DELETE_FLAG).cast("long")))
                 .collect()
             ]
+            located = sum(c[3] for c in counts if c[1])
+            log.info(
+                "%s %s: %d records, %d in existing file groups, located in %.1fs; writing files ...",
+                operation, instant_time, sum(c[3] for c in counts), located, time.perf_counter() - phase,
+            )
             self._reject_updates_under_clustering(table, counts)
             plan = partitioner.plan_workload(
                 None if replaced or operation == "insert_overwrite_table" else table,
@@ -445,7 +452,9 @@ class WriteClient:
                 small_file_handling=small,
             )
             to_inflight(_profile_from_counts(counts, plan, operation))
+            phase = time.perf_counter()
             stats = self._write_buckets(tagged, plan, ctx)
+            log.info("%s %s: wrote %d files in %.1fs", operation, instant_time, len(stats), time.perf_counter() - phase)
         finally:
             tagged.unpersist()
         return stats, replaced
@@ -521,6 +530,7 @@ class WriteClient:
         return cfg["hoodie.bulkinsert.sort.mode"] == "NONE" and not cfg["hoodie.combine.before.insert"]
 
     def _bulk_insert(self, records: DataFrame, ctx: WriteContext, cfg: WriteConfig, make_keys=None) -> list[dict]:
+        log.info("bulk_insert %s: writing files ...", ctx.instant_time)
         if make_keys is not None:
             parallelism = cfg.parallelism("bulk_insert")
             if parallelism > 0:
