@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
@@ -58,7 +59,8 @@ class BaseFileRef:
 def latest_base_files(table: HudiTable, partitions: list[str] | None) -> list[BaseFileRef]:
     """The latest committed base file of every visible file group."""
     view = table.file_system_view
-    wanted = view.partitions if partitions is None else [p for p in partitions if p in set(view.partitions)]
+    known = set(view.partitions)
+    wanted = view.partitions if partitions is None else sorted({p for p in partitions if p in known})
     refs = []
     for s in view.latest_slices(partitions=wanted, read_optimized=True):
         if s.base_file is not None:
@@ -91,16 +93,27 @@ def _file_keys(storage: Storage, path: str, virtual_key_table: dict | None) -> p
         return generator.record_keys(rows).cast(pa.string())
 
 
-def _read_keys_fn(base_uri: str, storage_options: dict, virtual_key_table: dict | None = None):
+_KEY_REF_SCHEMA = T.StructType(
+    [T.StructField("_loc_key", T.StringType(), False), T.StructField("_loc_ref", T.IntegerType(), False)]
+)
+
+
+def _read_keys_fn(base_uri: str, storage_options: dict, refs: list[BaseFileRef], virtual_key_table: dict | None = None):
+    """mapInArrow: the record keys of base files, each with the number of its file in ``refs``.
+
+    Only (key, file number) rows go back to the JVM; partition, file id and
+    instant are joined on from the (small) list of files afterwards.
+    """
+    paths = [r.path for r in refs]
+
     def read_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         storage = Storage(base_uri, storage_options)
         for batch in batches:
-            for partition, file_id, instant, path in zip(*(batch.column(i).to_pylist() for i in range(4))):
-                keys = _file_keys(storage, path, virtual_key_table)
-                n = len(keys)
+            for ref in batch.column(0).to_pylist():
+                keys = _file_keys(storage, paths[ref], virtual_key_table)
                 yield pa.RecordBatch.from_arrays(
-                    [keys.cast(pa.string()), pa.array([partition] * n), pa.array([file_id] * n), pa.array([instant] * n)],
-                    schema=pa.schema([(f.name, pa.string(), False) for f in _LOCATION_SCHEMA.fields]),
+                    [keys.cast(pa.string()), pa.array(np.full(len(keys), ref, dtype=np.int32))],
+                    schema=pa.schema([("_loc_key", pa.string(), False), ("_loc_ref", pa.int32(), False)]),
                 )
 
     return read_keys
@@ -108,8 +121,17 @@ def _read_keys_fn(base_uri: str, storage_options: dict, virtual_key_table: dict 
 
 def _existing_locations_simple(spark, table: HudiTable, refs: list[BaseFileRef], storage_options) -> DataFrame:
     virtual = None if table.config.populate_meta_fields else dict(table.config.props)
-    read_keys = _read_keys_fn(table.base_uri, storage_options, virtual)
-    return _files_frame(spark, refs).mapInArrow(read_keys, _LOCATION_SCHEMA)
+    read_keys = _read_keys_fn(table.base_uri, storage_options, refs, virtual)
+    numbers = spark.createDataFrame([(i,) for i in range(len(refs))], "ref int").repartition(
+        max(1, min(len(refs), spark.sparkContext.defaultParallelism * 2))
+    )
+    files = spark.createDataFrame(
+        [(i, r.partition_path, r.file_id, r.instant) for i, r in enumerate(refs)],
+        "_loc_ref int, _loc_partition string, _loc_file_id string, _loc_instant string",
+    )
+    keys = numbers.mapInArrow(read_keys, _KEY_REF_SCHEMA)
+    joined = keys.join(F.broadcast(files), "_loc_ref")
+    return joined.select(*[f.name for f in _LOCATION_SCHEMA.fields])
 
 
 def _existing_locations_bloom(spark, table: HudiTable, refs: list[BaseFileRef], incoming: DataFrame, cfg: WriteConfig, storage_options, global_index: bool) -> DataFrame:
