@@ -259,23 +259,15 @@ def compact_operation(
     name = base_file_name(slice_.file_id, task.write_token, compaction_time)
     rel = posixpath.join(partition, name) if partition else name
     create_marker(table.storage, compaction_time, partition, name, IOType.CREATE)
-    result = base_files.write_base_file(
-        table.storage,
+    result = ctx.write_base(
         rel,
         merged,
-        ctx.avro_schema,
         commit_time=compaction_time,
         file_id=slice_.file_id,
         partition_path=partition,
         record_keys=read_ctx.keys(merged),
-        task_partition_id=task.partition_id,
-        bloom_type=ctx.bloom_type,
-        bloom_num_entries=ctx.bloom_num_entries,
-        bloom_fpp=ctx.bloom_fpp,
-        bloom_max_entries=ctx.bloom_max_entries,
-        compression=ctx.compression,
+        task=task,
         max_file_size=1 << 62,
-        populate_meta_fields=ctx.populate_meta_fields,
         preserve_meta=True,
         overwrite=True,
     )

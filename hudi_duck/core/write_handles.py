@@ -108,6 +108,45 @@ class WriteContext:
         """The SCHEMA header of log blocks: the writer schema with meta fields."""
         return avro_json(add_meta_fields_avro(self.avro_schema))
 
+    def write_base(
+        self,
+        rel: str,
+        records: pa.Table,
+        *,
+        file_id: str,
+        partition_path: str,
+        record_keys: pa.Array,
+        task: "TaskInfo",
+        max_file_size: int,
+        commit_time: str | None = None,
+        preserve_meta: Any = False,
+        overwrite: bool = False,
+    ) -> base_files.BaseFileWriteResult:
+        """Write one base file with this write's parquet, bloom and meta-field settings."""
+        return base_files.write_base_file(
+            self.storage,
+            rel,
+            records,
+            self.avro_schema,
+            commit_time=commit_time or self.instant_time,
+            file_id=file_id,
+            partition_path=partition_path,
+            record_keys=record_keys,
+            seqno_start=0,  # every file counts its records from 0, as Hudi's handles do
+            task_partition_id=task.partition_id,
+            bloom_type=self.bloom_type,
+            bloom_num_entries=self.bloom_num_entries,
+            bloom_fpp=self.bloom_fpp,
+            bloom_max_entries=self.bloom_max_entries,
+            compression=self.compression,
+            max_file_size=max_file_size,
+            block_size=self.block_size,
+            page_size=self.page_size,
+            populate_meta_fields=self.populate_meta_fields,
+            preserve_meta=preserve_meta,
+            overwrite=overwrite,
+        )
+
     def __getstate__(self):
         state = dict(self.__dict__)
         for cached in ("storage", "data_schema", "full_schema", "log_schema_json"):
@@ -246,27 +285,15 @@ def create_files(
         name = base_file_name(fid, task.write_token, ctx.instant_time)
         rel = posixpath.join(partition_path, name) if partition_path else name
         create_marker(ctx.storage, ctx.instant_time, partition_path, name, operation_io)
-        result = base_files.write_base_file(
-            ctx.storage,
+        result = ctx.write_base(
             rel,
             remaining,
-            ctx.avro_schema,
-            commit_time=ctx.instant_time,
             file_id=fid,
             partition_path=partition_path,
             record_keys=record_keys_of(ctx, remaining),
-            seqno_start=0,  # every new file counts its records from 0, as Hudi's create handle does
-            task_partition_id=task.partition_id,
-            bloom_type=ctx.bloom_type,
-            bloom_num_entries=ctx.bloom_num_entries,
-            bloom_fpp=ctx.bloom_fpp,
-            bloom_max_entries=ctx.bloom_max_entries,
-            compression=ctx.compression,
+            task=task,
             # a given file id is a bucket (bucket index): one file group, no rollover
             max_file_size=0 if file_id else ctx.max_file_size,
-            block_size=ctx.block_size,
-            page_size=ctx.page_size,
-            populate_meta_fields=ctx.populate_meta_fields,
             preserve_meta=preserve_meta,
         )
         stat = result.to_write_stat(prev_commit="null", num_inserts=result.num_writes)
@@ -322,26 +349,14 @@ def merge_file(
         preserve += [False] * new_rows.num_rows
     merged = pa.concat_tables([p.select(ctx.full_schema.names) for p in parts]) if len(parts) > 1 else kept
     create_marker(ctx.storage, ctx.instant_time, partition_path, name, IOType.MERGE)
-    result = base_files.write_base_file(
-        ctx.storage,
+    result = ctx.write_base(
         rel,
         merged,
-        ctx.avro_schema,
-        commit_time=ctx.instant_time,
         file_id=file_id,
         partition_path=partition_path,
         record_keys=record_keys_of(ctx, merged),
-        seqno_start=0,
-        task_partition_id=task.partition_id,
-        bloom_type=ctx.bloom_type,
-        bloom_num_entries=ctx.bloom_num_entries,
-        bloom_fpp=ctx.bloom_fpp,
-        bloom_max_entries=ctx.bloom_max_entries,
-        compression=ctx.compression,
+        task=task,
         max_file_size=1 << 62,
-        block_size=ctx.block_size,
-        page_size=ctx.page_size,
-        populate_meta_fields=ctx.populate_meta_fields,
         preserve_meta=pa.array(preserve, pa.bool_()),
     )
     winners = pa.array(outcome.winning_log_rows, pa.int64())
