@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import duckdb
 import pyarrow as pa
 
 from .core.read_plan import QueryType

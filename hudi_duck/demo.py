@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         con.sql(f"SELECT rider, fare FROM hudi_snapshot('{path}', as_of := '{first.instant_time}') WHERE city = 'san_francisco' ORDER BY rider"),
     )
     _print(
-        f"incremental after the first commit",
+        "incremental after the first commit",
         con.sql(f"SELECT _hoodie_commit_time, rider, fare FROM hudi_incremental('{path}', begin_time := '{first.instant_time}')"),
     )
     _print("hudi_file_slices", con.sql(f"SELECT partition_path, file_id, base_file, num_log_files FROM hudi_file_slices('{path}')"))

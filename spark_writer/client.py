@@ -40,15 +40,13 @@ from hudi_duck.core.schema import (
     RECORD_KEY,
     arrow_to_avro,
     avro_json,
-    avro_to_arrow,
     evolve_write_schema,
     normalize_to_avro_types,
-    without_meta_fields,
 )
 from hudi_duck.core.storage import Storage
 from hudi_duck.core.table import HudiTable
 from hudi_duck.core.table_config import PROPERTIES_FILE, Keys, TableConfig
-from hudi_duck.core.write_handles import DELETE_FLAG, HARD_DELETE_FLAG, WriteContext
+from hudi_duck.core.write_handles import DELETE_FLAG, WriteContext
 
 from . import executor, index, partitioner, prepare
 from .config import OVERWRITE_PAYLOAD, WriteConfig, parse_options

@@ -25,7 +25,6 @@ from pyspark.sql import types as T
 
 from hudi_duck.core import bucket_index
 from hudi_duck.core.base_file import read_base_file_footer
-from hudi_duck.core.file_slice import FileSlice
 from hudi_duck.core.keygen import key_generator_from_table_config
 from hudi_duck.core.table_config import TableConfig
 from hudi_duck.core.schema import PARTITION_PATH, RECORD_KEY

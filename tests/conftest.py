@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+import hudi_duck
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fixtures import fixture_id, fixture_zips, unzip_fixture  # noqa: E402
@@ -41,3 +43,21 @@ def spark():
     session = local_session()
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module")
+def con():
+    """A DuckDB connection with the hudi_* functions, one per test module."""
+    connection = hudi_duck.connect()
+    yield connection
+    connection.close()
+
+
+@pytest.fixture(scope="module")
+def small_spark(spark):
+    """The session's Spark with few shuffle partitions (tiny data, 2 cores)."""
+    previous = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    spark.sparkContext.setLogLevel("ERROR")
+    yield spark
+    spark.conf.set("spark.sql.shuffle.partitions", previous)

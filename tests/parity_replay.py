@@ -204,5 +204,5 @@ def replay(spark, sql: str, path: str, time_zone: str = "UTC") -> dict:
                 hudi = HudiTable(path)
                 latest = hudi.timeline.latest_completed_write
                 rollbacks.rollback(hudi.storage, hudi.config, hudi.timeline, latest)
-                done.append(f"rollback of the latest write")
+                done.append("rollback of the latest write")
     return {"options": options, "schema": schema, "statements": done}

@@ -7,20 +7,12 @@ from pathlib import Path
 
 import pytest
 
-import hudi_duck
 from hudi_duck.api import arrow_table
 from hudi_duck.core.table_config import parse_properties, format_properties
 from oracle import diff_rows, hudi_rs_read
 
 TRIPS_V6 = "quickstart_trips_table/mor/avro/v6_trips_8i1u"
 COW_V6 = "sample_table/cow/v6_nonpartitioned"
-
-
-@pytest.fixture(scope="module")
-def con():
-    connection = hudi_duck.connect()
-    yield connection
-    connection.close()
 
 
 def snapshot(con, path: str, function: str = "hudi_snapshot"):

@@ -6,18 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-import hudi_duck
 from hudi_duck.api import arrow_table
 from hudi_duck.core.table import HudiTable
 from oracle import diff_rows, hudi_rs_read
 from conftest import FIXTURE_IDS
-
-
-@pytest.fixture(scope="module")
-def con():
-    connection = hudi_duck.connect()
-    yield connection
-    connection.close()
 
 
 def _sql_arg(value: str | None) -> str:

@@ -40,7 +40,6 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-import hudi_duck
 from hudi_duck.api import arrow_table
 from hudi_duck.core import archival as core_archival
 from hudi_duck.core import avro_models as am
@@ -383,22 +382,6 @@ def make_savepoint(path: str, instant_time: str | None = None) -> str:
 
 
 # -- fixtures ---------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def con():
-    connection = hudi_duck.connect()
-    yield connection
-    connection.close()
-
-
-@pytest.fixture(scope="module")
-def small_spark(spark):
-    previous = spark.conf.get("spark.sql.shuffle.partitions")
-    spark.conf.set("spark.sql.shuffle.partitions", "2")
-    spark.sparkContext.setLogLevel("ERROR")
-    yield spark
-    spark.conf.set("spark.sql.shuffle.partitions", previous)
 
 
 def _history_table(spark, con, root: Path, table_type: str) -> tuple[str, Model]:

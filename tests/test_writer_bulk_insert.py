@@ -7,7 +7,6 @@ from collections import Counter
 import pyarrow.parquet as pq
 import pytest
 
-import hudi_duck
 from hudi_duck.api import arrow_table
 from oracle import canonical_rows, hudi_rs_read
 
@@ -15,13 +14,6 @@ pytest.importorskip("pyspark")
 
 ROWS = [(f"k{i % 40:02d}", i, f"p{i % 40 % 3}", f"v{i}") for i in range(100)]  # 40 keys, duplicates inside the batch
 COLUMNS = ["id", "ts", "p", "v"]
-
-
-@pytest.fixture(scope="module")
-def con():
-    connection = hudi_duck.connect()
-    yield connection
-    connection.close()
 
 
 def options(**extra: str) -> dict[str, str]:

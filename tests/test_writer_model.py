@@ -37,7 +37,6 @@ from typing import Any
 
 import pytest
 
-import hudi_duck
 from hudi_duck.api import arrow_table
 from hudi_duck.core.errors import WriteError
 from oracle import _norm, canonical_rows, hudi_rs_read
@@ -576,23 +575,6 @@ def _part_of_path(cfg: Config, entry: Entry) -> int:
 
 
 # -- reading --------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def con():
-    connection = hudi_duck.connect()
-    yield connection
-    connection.close()
-
-
-@pytest.fixture(scope="module")
-def small_spark(spark):
-    """The session's Spark with few shuffle partitions (tiny data, 2 cores)."""
-    previous = spark.conf.get("spark.sql.shuffle.partitions")
-    spark.conf.set("spark.sql.shuffle.partitions", "2")
-    spark.sparkContext.setLogLevel("ERROR")
-    yield spark
-    spark.conf.set("spark.sql.shuffle.partitions", previous)
 
 
 def _arg(value: str | None) -> str:

@@ -7,7 +7,6 @@ from collections import Counter
 import pyarrow.parquet as pq
 import pytest
 
-import hudi_duck
 from hudi_duck.api import arrow_table
 from hudi_duck.core.errors import WriteError
 from oracle import canonical_rows, hudi_rs_read
@@ -15,13 +14,6 @@ from oracle import canonical_rows, hudi_rs_read
 pytest.importorskip("pyspark")
 
 COLUMNS = ["id", "region", "ts", "v"]
-
-
-@pytest.fixture(scope="module")
-def con():
-    connection = hudi_duck.connect()
-    yield connection
-    connection.close()
 
 
 def options(table_type: str, operation: str, index: str = "SIMPLE") -> dict[str, str]:

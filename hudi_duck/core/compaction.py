@@ -23,11 +23,10 @@ from . import avro_models
 from .commit_metadata import CommitMetadata, new_write_stat
 from .errors import HudiError
 from .file_group_reader import SliceReadContext, read_slice_with_stats
-from .file_naming import BaseFile, LogFile, base_file_name, parse_base_file, parse_log_file
+from .file_naming import base_file_name, parse_base_file, parse_log_file
 from .file_slice import FileSlice
 from .instant import Action, Instant, State, parse_instant_time
 from .markers import IOType, create_marker, delete_markers, list_markers
-from .merge import MergeConfig
 from .table import HudiTable
 from .write_handles import TaskInfo, WriteContext, ensure_partition_metadata
 
@@ -242,7 +241,6 @@ def compact_operation(
     table: HudiTable, ctx: WriteContext, op: dict[str, Any], task: TaskInfo, compaction_time: str
 ) -> dict[str, Any]:
     """Merge one slice into a new base file; returns its write stat. Runs on executors."""
-    from . import base_file as base_files
 
     started = time.perf_counter()
     slice_ = slice_of_operation(table, op)

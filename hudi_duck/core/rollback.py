@@ -22,7 +22,7 @@ from typing import Any
 
 from . import avro_models
 from .errors import TimelineError
-from .file_naming import BaseFile, parse_base_file, parse_log_file
+from .file_naming import parse_base_file, parse_log_file
 from .instant import Action, Instant, State, new_instant_time
 from .log_format import BlockType, CommandType, HeaderKey, encode_block
 from .markers import IOType, delete_markers, list_markers

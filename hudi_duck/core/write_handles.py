@@ -15,8 +15,6 @@ Record merging follows ``merge.py`` (the same rules readers apply).
 
 from __future__ import annotations
 
-import datetime as _dt
-import decimal
 import posixpath
 import time
 from dataclasses import dataclass, field
