@@ -79,11 +79,14 @@ def average_record_size(table: HudiTable | None, cfg: WriteConfig) -> int:
     return default
 
 
-def small_files(table: HudiTable | None, cfg: WriteConfig, partition: str) -> list[tuple[str, str, str, int, str]]:
+def small_files(
+    table: HudiTable | None, cfg: WriteConfig, partition: str, busy: set[tuple[str, str]] | None = None
+) -> list[tuple[str, str, str, int, str]]:
     """(file id, base instant, base path, size, file name) of small base files of a partition.
 
     Slices with log files are not small files (their size is unknown until
-    compaction), nor are file groups under pending compaction or clustering.
+    compaction), nor are file groups under pending compaction or clustering
+    (``busy``: pass it when asking for many partitions, it reads the pending plans).
     """
     limit = int(cfg["hoodie.parquet.small.file.limit"])
     if table is None or limit <= 0:
@@ -91,7 +94,8 @@ def small_files(table: HudiTable | None, cfg: WriteConfig, partition: str) -> li
     view = table.file_system_view
     if partition not in set(view.partitions):
         return []
-    busy = busy_file_groups(table)
+    if busy is None:
+        busy = busy_file_groups(table)
     out = []
     for s in view.latest_slices(partitions=[partition]):
         if s.base_file is None or s.log_files or (s.partition_path, s.file_id) in busy:
@@ -161,13 +165,14 @@ def plan_workload(
         per_bucket = max(1, max_size // record_size)
     else:
         per_bucket = max(1, int(cfg["hoodie.copyonwrite.insert.split.size"]))
+    busy = busy_file_groups(table) if (table is not None and small_file_handling and inserts_per_partition) else set()
     for partition, total in sorted(inserts_per_partition.items()):
         if total <= 0:
             continue
         remaining = total
         assigned: list[tuple[int, int]] = []
         if small_file_handling:
-            for file_id, instant, path, size, name in small_files(table, cfg, partition):
+            for file_id, instant, path, size, name in small_files(table, cfg, partition, busy):
                 if remaining <= 0:
                     break
                 capacity = max(0, (max_size - size) // record_size)
