@@ -16,6 +16,7 @@ Results are cached on local disk (``cache.py``) and shared across queries.
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import Callable
@@ -70,8 +71,6 @@ class SliceJob:
 
 
 def _exists(path: str) -> bool:
-    import os
-
     return os.path.exists(path)
 
 
@@ -177,8 +176,6 @@ class PositionalReader:
     """
 
     def __init__(self, path: str):
-        import os
-
         self._fd = os.open(path, os.O_RDONLY)
         self.size = os.fstat(self._fd).st_size
         self._local = threading.local()
@@ -198,8 +195,6 @@ class PositionalReader:
         return self._pos
 
     def read(self, n: int = -1) -> bytes:
-        import os
-
         pos = self._pos
         if n is None or n < 0:
             n = max(0, self.size - pos)
@@ -222,8 +217,6 @@ class PositionalReader:
         return False
 
     def close(self) -> None:
-        import os
-
         if not self.closed:
             self.closed = True
             os.close(self._fd)
@@ -255,8 +248,6 @@ class LazySliceFileSystem(AbstractFileSystem):
         # compute) the real size once the file is really being read.
         if str(path).startswith(f"{PROTOCOL}://") or job.dropped is not None:
             job.ensure()
-            import os
-
             size = os.path.getsize(job.logrows_file)
         return {"name": path, "size": size, "type": "file"}
 
@@ -265,13 +256,6 @@ class LazySliceFileSystem(AbstractFileSystem):
         return [entry] if detail else [entry["name"]]
 
     def modified(self, path):
-        """The merged file's real mtime once it exists: a re-merged slice (after the
-        cache was cleared) is a new file to every cache keyed by path and mtime."""
-        import os
-
-        job = REGISTRY.jobs.get(_key_of(path))
-        if job is not None and job.dropped is not None and os.path.exists(job.logrows_file):
-            return _dt.datetime.fromtimestamp(os.path.getmtime(job.logrows_file), tz=_dt.timezone.utc)
         return _EPOCH
 
     def created(self, path):
