@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
@@ -25,8 +24,6 @@ from pyspark.sql import types as T
 
 from hudi_duck.core import bucket_index
 from hudi_duck.core.base_file import read_base_file_footer
-from hudi_duck.core.keygen import key_generator_from_table_config
-from hudi_duck.core.table_config import TableConfig
 from hudi_duck.core.schema import PARTITION_PATH, RECORD_KEY
 from hudi_duck.core.storage import Storage
 from hudi_duck.core.table import HudiTable
@@ -81,56 +78,35 @@ def _files_frame(spark: SparkSession, refs: list[BaseFileRef]) -> DataFrame:
     return frame.repartition(max(1, min(len(rows), spark.sparkContext.defaultParallelism * 2)))
 
 
-def _file_keys(storage: Storage, path: str, virtual_key_table: dict | None) -> pa.Array:
-    """Record keys stored in a base file: the meta column, or (virtual keys) derived
-    by the key generator of the table's ``hoodie.properties``."""
+def _file_keys(storage: Storage, path: str, key_generator) -> pa.Array:
+    """Record keys stored in a base file: the meta column, or (virtual keys,
+    ``key_generator`` given) derived from the key fields."""
     with storage.open(path) as handle:
-        if not virtual_key_table:
+        if key_generator is None:
             return pq.read_table(handle, columns=[RECORD_KEY]).column(RECORD_KEY).combine_chunks()
-        generator = key_generator_from_table_config(TableConfig(props=dict(virtual_key_table)))
-        rows = pq.read_table(handle, columns=list(generator.record_key_fields))
-        return generator.record_keys(rows).cast(pa.string())
+        rows = pq.read_table(handle, columns=list(key_generator.record_key_fields))
+        return key_generator.record_keys(rows).cast(pa.string())
 
 
-_KEY_REF_SCHEMA = T.StructType(
-    [T.StructField("_loc_key", T.StringType(), False), T.StructField("_loc_ref", T.IntegerType(), False)]
-)
-
-
-def _read_keys_fn(base_uri: str, storage_options: dict, refs: list[BaseFileRef], virtual_key_table: dict | None = None):
-    """mapInArrow: the record keys of base files, each with the number of its file in ``refs``.
-
-    Only (key, file number) rows go back to the JVM; partition, file id and
-    instant are joined on from the (small) list of files afterwards.
-    """
-    paths = [r.path for r in refs]
-
+def _read_keys_fn(base_uri: str, storage_options: dict, key_generator=None):
     def read_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         storage = Storage(base_uri, storage_options)
         for batch in batches:
-            for ref in batch.column(0).to_pylist():
-                keys = _file_keys(storage, paths[ref], virtual_key_table)
+            for partition, file_id, instant, path in zip(*(batch.column(i).to_pylist() for i in range(4))):
+                keys = _file_keys(storage, path, key_generator)
+                n = len(keys)
                 yield pa.RecordBatch.from_arrays(
-                    [keys.cast(pa.string()), pa.array(np.full(len(keys), ref, dtype=np.int32))],
-                    schema=pa.schema([("_loc_key", pa.string(), False), ("_loc_ref", pa.int32(), False)]),
+                    [keys.cast(pa.string()), pa.array([partition] * n), pa.array([file_id] * n), pa.array([instant] * n)],
+                    schema=pa.schema([(f.name, pa.string(), False) for f in _LOCATION_SCHEMA.fields]),
                 )
 
     return read_keys
 
 
 def _existing_locations_simple(spark, table: HudiTable, refs: list[BaseFileRef], storage_options) -> DataFrame:
-    virtual = None if table.config.populate_meta_fields else dict(table.config.props)
-    read_keys = _read_keys_fn(table.base_uri, storage_options, refs, virtual)
-    numbers = spark.createDataFrame([(i,) for i in range(len(refs))], "ref int").repartition(
-        max(1, min(len(refs), spark.sparkContext.defaultParallelism * 2))
-    )
-    files = spark.createDataFrame(
-        [(i, r.partition_path, r.file_id, r.instant) for i, r in enumerate(refs)],
-        "_loc_ref int, _loc_partition string, _loc_file_id string, _loc_instant string",
-    )
-    keys = numbers.mapInArrow(read_keys, _KEY_REF_SCHEMA)
-    joined = keys.join(F.broadcast(files), "_loc_ref")
-    return joined.select(*[f.name for f in _LOCATION_SCHEMA.fields])
+    virtual = None if table.config.populate_meta_fields else table.key_generator
+    read_keys = _read_keys_fn(table.base_uri, storage_options, virtual)
+    return _files_frame(spark, refs).mapInArrow(read_keys, _LOCATION_SCHEMA)
 
 
 def _existing_locations_bloom(spark, table: HudiTable, refs: list[BaseFileRef], incoming: DataFrame, cfg: WriteConfig, storage_options, global_index: bool) -> DataFrame:
@@ -305,12 +281,8 @@ def _existing_records(spark, table: HudiTable, groups: list[tuple[str, str]], sc
                     if not n:
                         continue
                     data = align_to_schema(rows, data_schema, f"{partition}/{file_id}")
-                    if RECORD_KEY in rows.column_names:
-                        keys = rows.column(RECORD_KEY).cast(pa.string())
-                    else:  # virtual keys: the read context derives them with the table's key generator
-                        keys = plan.context().keys(rows).cast(pa.string())
                     extra = {
-                        RECORD_KEY: keys,
+                        RECORD_KEY: plan.context().keys(rows).cast(pa.string()),
                         PARTITION_PATH: pa.array([partition] * n, pa.string()),
                         DELETE_FLAG: pa.array([False] * n, pa.bool_()),
                         HARD_DELETE_FLAG: pa.array([False] * n, pa.bool_()),

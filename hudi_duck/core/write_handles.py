@@ -90,6 +90,16 @@ class WriteContext:
     virtual_key_table: dict[str, str] = field(default_factory=dict)
 
     @cached_property
+    def virtual_key_generator(self):
+        """The table's key generator (virtual-key tables only), built once per task."""
+        if not self.virtual_key_table:
+            return None
+        from .keygen import key_generator_from_table_config
+        from .table_config import TableConfig
+
+        return key_generator_from_table_config(TableConfig(props=dict(self.virtual_key_table)))
+
+    @cached_property
     def storage(self) -> Storage:
         return Storage(self.base_uri, self.storage_options)
 
@@ -147,7 +157,7 @@ class WriteContext:
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        for cached in ("storage", "data_schema", "full_schema", "log_schema_json"):
+        for cached in ("storage", "data_schema", "full_schema", "log_schema_json", "virtual_key_generator"):
             state.pop(cached, None)
         return state
 
@@ -196,12 +206,9 @@ def record_keys_of(ctx: WriteContext, table: pa.Table) -> pa.Array:
     """Record keys of rows: the meta column, or (virtual keys) the key generator's."""
     if RECORD_KEY in table.column_names:
         return _keys(table)
-    if not ctx.virtual_key_table:
+    generator = ctx.virtual_key_generator
+    if generator is None:
         raise WriteError("records carry no _hoodie_record_key and the table's key generator is unknown")
-    from .keygen import key_generator_from_table_config
-    from .table_config import TableConfig
-
-    generator = key_generator_from_table_config(TableConfig(props=dict(ctx.virtual_key_table)))
     return generator.record_keys(table).cast(pa.string())
 
 
