@@ -528,13 +528,8 @@ class WriteClient:
         return cfg["hoodie.bulkinsert.sort.mode"] == "NONE" and not cfg["hoodie.combine.before.insert"]
 
     def _bulk_insert(self, records: DataFrame, ctx: WriteContext, cfg: WriteConfig, make_keys=None) -> list[dict]:
+        """``make_keys``: records carry no keys yet (sort mode NONE); each task derives them."""
         log.info("bulk_insert %s: writing files ...", ctx.instant_time)
-        if make_keys is not None:
-            parallelism = cfg.parallelism("bulk_insert")
-            if parallelism > 0:
-                records = records.repartition(parallelism)
-            out = records.mapInArrow(executor.bulk_insert_fn(ctx, make_keys), executor.STATS_SCHEMA)
-            return [json.loads(r[0]) for r in out.collect()]
         parallelism = cfg.parallelism("bulk_insert")
         mode = cfg["hoodie.bulkinsert.sort.mode"]
         if mode == "GLOBAL_SORT":
@@ -545,7 +540,7 @@ class WriteClient:
             records = records.repartition(parallelism)
         if mode == "PARTITION_SORT":
             records = records.sortWithinPartitions(PARTITION_PATH, RECORD_KEY)
-        out = records.mapInArrow(executor.bulk_insert_fn(ctx), executor.STATS_SCHEMA)
+        out = records.mapInArrow(executor.bulk_insert_fn(ctx, make_keys), executor.STATS_SCHEMA)
         return [json.loads(r[0]) for r in out.collect()]
 
     def _file_groups_to_replace(self, table: HudiTable, partitions: list[str] | None) -> dict[str, list[str]]:
