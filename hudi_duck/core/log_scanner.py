@@ -7,7 +7,10 @@ Mirrors Hudi's log record reader:
   falls in the query's range (``admit``);
 * a rollback command block removes the *earlier* queued blocks of its target
   instant and every earlier corrupt block;
-* corrupt blocks are otherwise skipped, and reported (see ``SkippedBlock``);
+* corrupt blocks are otherwise skipped; those that survive the scan and may
+  hold records of an instant the query reads are reported (``SkippedBlock``,
+  ``report_skipped_blocks``): Hudi logs "a corrupt block which was not rolled
+  back" for the same blocks;
 * blocks written by log compaction (``COMPACTED_BLOCK_TIMES``) replace the
   blocks of the instants they compacted.
 """
@@ -82,7 +85,11 @@ def read_blocks(storage: Storage, log_files: Iterable[LogFile]) -> Iterable[LogB
 
 
 def scan_blocks(blocks: Iterable[LogBlock], admit: Callable[[str], bool]) -> ScanResult:
-    """Apply Hudi's block selection rules to blocks in read order."""
+    """Apply Hudi's block selection rules to blocks in read order.
+
+    ``skipped`` lists the corrupt blocks no later rollback block removed, unless
+    their (salvaged) header names an instant ``admit`` refuses.
+    """
     result = ScanResult()
     queue: list[LogBlock] = []
     compacted = False
