@@ -12,15 +12,18 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import hudi_duck
 from hudi_duck.api import arrow_table
 from hudi_duck.core import archival
 from hudi_duck.core.errors import CorruptFileError, TimelineError
+from hudi_duck.core.file_group_reader import SliceLogMerge
 from hudi_duck.core.log_format import BlockType, HeaderKey, encode_block
+from hudi_duck.core.log_scanner import SkippedBlock
 from hudi_duck.core.table import HudiTable
-from hudi_duck.duck import progress
+from hudi_duck.duck import lazy, progress
 from oracle import diff_rows, hudi_rs_read
 
 TRIPS_V6 = "quickstart_trips_table/mor/avro/v6_trips_8i1u"
@@ -457,12 +460,27 @@ def test_first_mor_read_shows_progress_on_a_terminal(fresh_fixture, tmp_path):
     stdout, terminal = run_on_terminal(["-c", PROGRESS_SCRIPT, path, THREE_MERGES_AS_OF], tmp_path / "cache")
     assert stdout.startswith("rows "), terminal
     counts = progress_counts(terminal, path)
-    assert counts and counts[0] == 0 and max(counts) >= 1 and counts == sorted(counts), terminal
+    assert counts and counts[0] == 0 and counts == sorted(counts), terminal
     last_line = terminal.rindex("file slices")
     assert "\r\x1b[K" in terminal[last_line:], "the progress line is cleared at the end"
     # the merges are cached now: a second read has nothing to show
     _, again = run_on_terminal(["-c", PROGRESS_SCRIPT, path, THREE_MERGES_AS_OF], tmp_path / "cache")
     assert "merging log files" not in again
+
+
+def test_progress_counts_completed_merges_per_plan(monkeypatch, capsys):
+    monkeypatch.setattr(progress, "_REDRAW_SECONDS", 0.0)
+    monkeypatch.setattr(sys, "stderr", sys.stderr)
+    counter = progress.MergeProgress("hudi_snapshot /t", 3)
+    counter.finished("cached", merged=False)  # taken from the cache: counted, nothing drawn
+    assert capsys.readouterr().err == ""
+    counter.started("a")
+    counter.started("b")
+    counter.finished("a", merged=True)
+    counter.finished("a", merged=False)  # another reader of the same slice: counted once
+    counter.finished("b", merged=True)  # nothing merging any more: the line goes
+    line = "\rhudi_snapshot /t: merging log files {}/3 file slices\x1b[K"
+    assert capsys.readouterr().err == line.format(1) * 2 + line.format(2) + "\r\x1b[K"
 
 
 def test_progress_can_be_switched_off_and_is_absent_when_not_interactive(fresh_fixture, tmp_path):
@@ -494,3 +512,25 @@ def test_set_progress_overrides_the_environment(con, fresh_fixture, monkeypatch,
         assert "merging log files" not in capsys.readouterr().err
     finally:
         hudi_duck.set_progress(None)
+
+
+def test_a_warning_never_runs_into_the_progress_line(monkeypatch, tmp_path, capsys):
+    """A slice's warning comes while another slice of the plan may still be merging, its line shown."""
+    monkeypatch.setenv("HUDI_DUCK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(sys, "stderr", sys.stderr)  # the handler below writes where capsys reads
+    handler = logging.StreamHandler(sys.stderr)
+    logging.getLogger("hudi_duck").addHandler(handler)
+    skipped = SkippedBlock(str(tmp_path / ".f_1.log.1_0-1-1"), 7, 10, UPDATE_INSTANT, "1", None)
+    merge = SliceLogMerge(pa.table({"a": pa.array([], pa.int64())}), [], {}, [skipped])
+    job = lazy.REGISTRY.register(lazy.SliceJob(f"test-{tmp_path.name}", lambda: merge, lambda: [skipped]))
+    plan = lazy.PlanState({}, strict=False, progress=progress.MergeProgress("hudi_snapshot /t", 2))
+    lazy.REGISTRY.register_plan(f"plan-{tmp_path.name}", plan)
+    try:
+        plan.progress.started("another slice")  # still merging when the warning comes
+        lazy.REGISTRY.ensure(job.key, f"plan-{tmp_path.name}")
+    finally:
+        logging.getLogger("hudi_duck").removeHandler(handler)
+        progress.clear_line()
+    err = capsys.readouterr().err
+    assert "hudi_snapshot /t: merging log files 0/2 file slices" in err
+    assert f"\r\x1b[KHudi log file {skipped.file_path}: corrupt log block at offset 7" in err

@@ -35,7 +35,7 @@ from fsspec import AbstractFileSystem
 from ..core.file_group_reader import SliceLogMerge
 from ..core.log_scanner import SkippedBlock, report_skipped_blocks
 from . import cache
-from .progress import MergeProgress
+from .progress import MergeProgress, clear_line
 
 PROTOCOL = "hudiduck"
 KEEP_FUNCTION = "hudi_duck_keep"
@@ -175,6 +175,7 @@ class Registry:
         job = self.job(key)
         job.ensure(plan.progress)
         if job.skipped and judge:
+            clear_line()  # a warning must not run into the progress line
             report_skipped_blocks(job.skipped, plan.strict)
         return job
 
@@ -245,7 +246,7 @@ def logrows_uri(key: str, token: str) -> str:
 
 def _key_and_token(path: str) -> tuple[str, str]:
     parts = str(path).split("://", 1)[-1].strip("/").split("/")
-    if len(parts) < 3:
+    if len(parts) < 2:
         raise FileNotFoundError(f"{PROTOCOL}://{path}: not a merged slice file")
     return parts[0], parts[1]
 

@@ -80,7 +80,7 @@ class MergeProgress:
             idle = self.running <= 0
             text = self._text()
         if idle:
-            _clear()
+            clear_line()
         else:
             _draw(text, force=len(self.done) >= self.total)
 
@@ -106,7 +106,8 @@ def _draw(text: str, force: bool = False) -> None:
         _last_draw = now
 
 
-def _clear() -> None:
+def clear_line() -> None:
+    """Take the progress line off the terminal (before other output, e.g. a warning)."""
     global _line_shown
     with _line_lock:
         if _line_shown:
