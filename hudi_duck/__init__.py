@@ -6,6 +6,8 @@
 * ``hudi_duck.read_snapshot(path)`` and friends: the same reads as
   ``pyarrow.RecordBatchReader`` for pandas/polars users.
 * ``hudi_duck.core``: the Hudi format (shared with ``spark_writer``).
+
+Warnings (a skipped corrupt log block) go to the ``hudi_duck`` logger.
 """
 
 from .api import HudiTableReader, open_table, read_incremental, read_read_optimized, read_snapshot
@@ -18,6 +20,7 @@ from .core.errors import (
     UnsupportedFeatureError,
 )
 from .duck import connect, register
+from .duck.progress import set_progress
 
 __version__ = "0.1.0"
 
@@ -28,6 +31,7 @@ __all__ = [
     "read_read_optimized",
     "read_incremental",
     "open_table",
+    "set_progress",
     "HudiTableReader",
     "HudiError",
     "TableNotFoundError",

@@ -46,7 +46,11 @@ def arrow_table(relation: Any) -> pa.Table:
 
 
 class HudiTableReader:
-    """A table opened for reading from Python (notebook-friendly ``repr``)."""
+    """A table opened for reading from Python (notebook-friendly ``repr``).
+
+    ``strict``: fail with :class:`CorruptFileError` on a corrupt log block
+    instead of skipping it (with a warning) as Apache Hudi does.
+    """
 
     def __init__(
         self,
@@ -54,14 +58,16 @@ class HudiTableReader:
         storage_options: dict[str, Any] | None = None,
         filesystems: list[Any] | None = None,
         extract_partition_values_from_path: bool = True,
+        strict: bool = False,
     ):
         self.table = HudiTable(path, storage_options)
         self.filesystems = filesystems
         self.extract_partition_values_from_path = extract_partition_values_from_path
+        self.strict = strict
 
     def _read(self, kind: str, first: str | None, second: str | None, columns, filter) -> pa.RecordBatchReader:
         plan = make_plan(kind, self.table, first, second)
-        sql = render_plan(plan, self.extract_partition_values_from_path)
+        sql = render_plan(plan, self.extract_partition_values_from_path, self.strict)
         return _execute(sql, columns, filter, self.filesystems)
 
     def snapshot(self, as_of: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None) -> pa.RecordBatchReader:
@@ -77,6 +83,8 @@ class HudiTableReader:
         columns: Sequence[str] | None = None,
         filter: str | None = None,
     ) -> pa.RecordBatchReader:
+        """Records committed in ``(begin_time, end_time]``; ``begin_time`` None, ``'000'``
+        or ``'earliest'`` starts at the first commit."""
         return self._read(QueryType.INCREMENTAL.value, begin_time, end_time, columns, filter)
 
     def timeline(self) -> list[dict[str, Any]]:
@@ -133,14 +141,15 @@ def open_table(
     storage_options: dict[str, Any] | None = None,
     filesystems: list[Any] | None = None,
     extract_partition_values_from_path: bool = True,
+    strict: bool = False,
 ) -> HudiTableReader:
-    """Open a table for Python reads (see the SQL functions for the partition-values switch)."""
-    return HudiTableReader(path, storage_options, filesystems, extract_partition_values_from_path)
+    """Open a table for Python reads (see the SQL functions for the partition-values and strict switches)."""
+    return HudiTableReader(path, storage_options, filesystems, extract_partition_values_from_path, strict)
 
 
-def read_snapshot(path: str, as_of: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None) -> pa.RecordBatchReader:
+def read_snapshot(path: str, as_of: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None, strict: bool = False) -> pa.RecordBatchReader:
     """Latest (or as-of) snapshot of a table as a ``pyarrow.RecordBatchReader``."""
-    return open_table(path, storage_options, filesystems).snapshot(as_of, columns, filter)
+    return open_table(path, storage_options, filesystems, strict=strict).snapshot(as_of, columns, filter)
 
 
 def read_read_optimized(path: str, as_of: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None) -> pa.RecordBatchReader:
@@ -148,6 +157,7 @@ def read_read_optimized(path: str, as_of: str | None = None, columns: Sequence[s
     return open_table(path, storage_options, filesystems).read_optimized(as_of, columns, filter)
 
 
-def read_incremental(path: str, begin_time: str | None = None, end_time: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None) -> pa.RecordBatchReader:
-    """Records committed in ``(begin_time, end_time]`` as a ``pyarrow.RecordBatchReader``."""
-    return open_table(path, storage_options, filesystems).incremental(begin_time, end_time, columns, filter)
+def read_incremental(path: str, begin_time: str | None = None, end_time: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None, strict: bool = False) -> pa.RecordBatchReader:
+    """Records committed in ``(begin_time, end_time]`` as a ``pyarrow.RecordBatchReader``
+    (``begin_time`` None, ``'000'`` or ``'earliest'``: from the first commit)."""
+    return open_table(path, storage_options, filesystems, strict=strict).incremental(begin_time, end_time, columns, filter)

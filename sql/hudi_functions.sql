@@ -1,7 +1,12 @@
 -- hudi-duck table functions for DuckDB.
 --
--- Each macro asks the Python planner (hudi_duck_plan) for a query over
--- read_parquet and runs it; DuckDB's parquet reader scans the base files.
+-- Each macro asks the Python planner (hudi_duck_read for reads, hudi_duck_plan
+-- for metadata) for a query over read_parquet and runs it; DuckDB's parquet
+-- reader scans the base files. Named parameters take either spelling:
+-- as_of := '...' or as_of => '...'.
+
+-- Times (as_of, begin_time, end_time): an instant time 'yyyyMMddHHmmssSSS' or
+-- 'yyyyMMddHHmmss', or 'yyyy-MM-dd HH:mm:ss[.SSS]' / 'yyyy-MM-dd'.
 
 -- extract_partition_values_from_path: take partition column values from the
 -- partition folder (true: files of other partitions are skipped unopened on a
@@ -9,21 +14,29 @@
 -- file skipping). With true, a record whose own value differs from its folder
 -- fails the query instead of returning the folder's value.
 
--- Latest snapshot, or the table as of an instant time ('yyyyMMddHHmmssSSS').
-CREATE OR REPLACE MACRO hudi_snapshot(path, as_of := NULL, extract_partition_values_from_path := true) AS TABLE
-    SELECT * FROM query(hudi_duck_plan('snapshot', path, CAST(as_of AS VARCHAR), NULL,
-                                       CAST(extract_partition_values_from_path AS BOOLEAN)));
+-- strict: a corrupt or truncated log block (a crashed write, a damaged file)
+-- is skipped as Apache Hudi's reader skips it, with a warning on the hudi_duck
+-- logger; with strict := true the query fails instead (CorruptFileError naming
+-- the log file and the block's offset).
 
--- Base files only (merge-on-read tables without their logs).
+-- Latest snapshot, or the table as of an instant time.
+CREATE OR REPLACE MACRO hudi_snapshot(path, as_of := NULL, extract_partition_values_from_path := true,
+                                      strict := false) AS TABLE
+    SELECT * FROM query(hudi_duck_read('snapshot', path, CAST(as_of AS VARCHAR), NULL,
+                                       CAST(extract_partition_values_from_path AS BOOLEAN), CAST(strict AS BOOLEAN)));
+
+-- Base files only (merge-on-read tables without their logs; no log block is read).
 CREATE OR REPLACE MACRO hudi_read_optimized(path, as_of := NULL, extract_partition_values_from_path := true) AS TABLE
-    SELECT * FROM query(hudi_duck_plan('read_optimized', path, CAST(as_of AS VARCHAR), NULL,
-                                       CAST(extract_partition_values_from_path AS BOOLEAN)));
+    SELECT * FROM query(hudi_duck_read('read_optimized', path, CAST(as_of AS VARCHAR), NULL,
+                                       CAST(extract_partition_values_from_path AS BOOLEAN), false));
 
--- Records whose commit falls in (begin_time, end_time].
+-- Records whose commit falls in (begin_time, end_time]. begin_time '000' (or
+-- '0', or 'earliest') or NULL: from the first commit, archived ones included;
+-- end_time '000': before every commit (an empty window); NULL: the latest.
 CREATE OR REPLACE MACRO hudi_incremental(path, begin_time := NULL, end_time := NULL,
-                                         extract_partition_values_from_path := true) AS TABLE
-    SELECT * FROM query(hudi_duck_plan('incremental', path, CAST(begin_time AS VARCHAR), CAST(end_time AS VARCHAR),
-                                       CAST(extract_partition_values_from_path AS BOOLEAN)));
+                                         extract_partition_values_from_path := true, strict := false) AS TABLE
+    SELECT * FROM query(hudi_duck_read('incremental', path, CAST(begin_time AS VARCHAR), CAST(end_time AS VARCHAR),
+                                       CAST(extract_partition_values_from_path AS BOOLEAN), CAST(strict AS BOOLEAN)));
 
 -- One row per instant of the timeline.
 CREATE OR REPLACE MACRO hudi_timeline(path) AS TABLE

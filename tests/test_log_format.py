@@ -129,3 +129,27 @@ def test_delete_block_round_trip_with_ordering_values():
         ("k2", 5, "LongWrapper"),
         ("k3", "x", "StringWrapper"),
     ]
+
+
+def test_corrupt_block_keeps_a_readable_header():
+    (block,) = read_log_file(_block("3")[:-4], "t.log")
+    assert block.block_type is BlockType.CORRUPT_BLOCK and block.instant_time == "3"
+    mangled = bytearray(_block("3"))
+    mangled[14:18] = (99).to_bytes(4, "big")  # an unknown format version: nothing in it is trusted
+    (block,) = read_log_file(bytes(mangled), "t.log")
+    assert block.block_type is BlockType.CORRUPT_BLOCK and block.header == {}
+
+
+def test_skipped_corrupt_blocks_are_the_ones_that_survive_and_may_hold_read_records():
+    name = "p/.f1_001.log.1_0-1-1"
+    data = _block("1") + _block("2")[:-4] + _block("4")
+    result = scan_blocks(read_log_file(data, name), lambda _t: True)
+    assert [(s.file_path, s.offset, s.instant, s.file_instant, s.previous_instant) for s in result.skipped] == [
+        (name, len(_block("1")), "2", "001", "1")
+    ]
+    assert "p/.f1_001.log.1_0-1-1: corrupt log block at offset" in result.skipped[0].describe()
+    # a later rollback block removes every earlier corrupt block, whatever its target
+    rolled_back = _block("1") + _block("2")[:-4] + _rollback("9", "7") + _block("4")
+    assert scan_blocks(read_log_file(rolled_back, name), lambda _t: True).skipped == []
+    # the block's instant is not read (failed write, after as_of): nothing is missing
+    assert scan_blocks(read_log_file(data, name), lambda t: t != "2").skipped == []

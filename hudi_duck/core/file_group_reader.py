@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from .file_slice import FileSlice
 from .log_format import BlockType
 from .log_records import decode_data_block, decode_delete_block
-from .log_scanner import scan_slice_logs
+from .log_scanner import SkippedBlock, report_skipped_blocks, scan_slice_logs
 from .merge import (
     NO_ORDERING,
     LogEntry,
@@ -66,6 +66,8 @@ class SliceLogMerge:
     log_rows: pa.Table  # winning log records, in the output schema
     dropped_base_rows: list[int]  # physical row numbers of base rows that disappear
     stats: dict[str, int] = field(default_factory=dict)
+    #: corrupt blocks skipped although a read instant's records may be in them
+    skipped_blocks: list[SkippedBlock] = field(default_factory=list)
 
 
 def _data_entries(raw: pa.Table, aligned: pa.Table, ctx: SliceReadContext, first_row: int) -> list[LogEntry]:
@@ -91,8 +93,11 @@ def _data_entries(raw: pa.Table, aligned: pa.Table, ctx: SliceReadContext, first
     ]
 
 
-def scan_log_records(ctx: SliceReadContext, slice_: FileSlice) -> tuple[pa.Table, list[LogEntry], dict[str, int]]:
-    """All admitted log records of a slice (output schema) and their entries in scan order."""
+def scan_log_records(
+    ctx: SliceReadContext, slice_: FileSlice
+) -> tuple[pa.Table, list[LogEntry], dict[str, int], list[SkippedBlock]]:
+    """All admitted log records of a slice (output schema), their entries in scan order,
+    and the corrupt blocks the scan skipped."""
     scan = scan_slice_logs(ctx.storage, slice_.log_files, ctx.admit)
     tables: list[pa.Table] = []
     entries: list[LogEntry] = []
@@ -117,7 +122,7 @@ def scan_log_records(ctx: SliceReadContext, slice_: FileSlice) -> tuple[pa.Table
         "rollback_blocks": scan.rollback_blocks,
         "log_records": len(entries),
     }
-    return log_table, entries, stats
+    return log_table, entries, stats, scan.skipped
 
 
 def _raw_block_table(block, aligned: pa.Table) -> pa.Table:
@@ -131,6 +136,11 @@ def _raw_block_table(block, aligned: pa.Table) -> pa.Table:
     else:
         names = aligned.column_names
     return aligned.select([n for n in aligned.column_names if n in names])
+
+
+def corrupt_blocks(ctx: SliceReadContext, slice_: FileSlice) -> list[SkippedBlock]:
+    """The corrupt blocks a merge of the slice would skip, from the log framing alone (nothing decoded)."""
+    return scan_slice_logs(ctx.storage, slice_.log_files, ctx.admit).skipped
 
 
 def read_base_keys(ctx: SliceReadContext, slice_: FileSlice) -> tuple[pa.Array | None, pa.Array | None]:
@@ -157,9 +167,9 @@ def read_base_keys(ctx: SliceReadContext, slice_: FileSlice) -> tuple[pa.Array |
 
 def merge_slice_logs(ctx: SliceReadContext, slice_: FileSlice) -> SliceLogMerge:
     """Decide the rows of a slice with logs: base rows to drop, log rows to add."""
-    log_table, entries, stats = scan_log_records(ctx, slice_)
+    log_table, entries, stats, skipped = scan_log_records(ctx, slice_)
     if not entries:
-        return SliceLogMerge(ctx.schema.empty_table(), [], stats)
+        return SliceLogMerge(ctx.schema.empty_table(), [], stats, skipped)
     ctx.merge.require_supported(ctx.storage.uri(slice_.log_files[0].path))
     states = fold_log_records(entries, ctx.merge.mode)
     base_keys, base_order = read_base_keys(ctx, slice_)
@@ -167,7 +177,7 @@ def merge_slice_logs(ctx: SliceReadContext, slice_: FileSlice) -> SliceLogMerge:
     winners = log_table.take(pa.array(outcome.winning_log_rows, pa.int64())) if outcome.winning_log_rows else ctx.schema.empty_table()
     stats["dropped_base_rows"] = len(outcome.dropped_base_rows)
     stats["log_rows"] = winners.num_rows
-    return SliceLogMerge(winners, outcome.dropped_base_rows, stats)
+    return SliceLogMerge(winners, outcome.dropped_base_rows, stats, skipped)
 
 
 def read_base_file(ctx: SliceReadContext, slice_: FileSlice) -> pa.Table:
@@ -184,6 +194,7 @@ def read_slice_with_stats(ctx: SliceReadContext, slice_: FileSlice) -> tuple[pa.
     if not slice_.log_files:
         return base, {}
     merged = merge_slice_logs(ctx, slice_)
+    report_skipped_blocks(merged.skipped_blocks)
     if merged.dropped_base_rows:
         keep = pc.invert(
             pc.is_in(pa.array(range(base.num_rows), pa.int64()), pa.array(merged.dropped_base_rows, pa.int64()))

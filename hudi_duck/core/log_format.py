@@ -15,6 +15,8 @@ A log file is a sequence of blocks::
 All integers are big-endian. A block whose size runs past the end of the file,
 whose reverse pointer disagrees with its size, or that is not followed by the
 next magic (or EOF) is *corrupt*; readers skip to the next magic, as Hudi does.
+A corrupt block keeps its header when it is still readable (a block cut short
+by a crash usually is), so a reader can say which instant lost data.
 """
 
 from __future__ import annotations
@@ -169,6 +171,7 @@ def iter_blocks(data: bytes, file_path: str = "") -> Iterator[LogBlock]:
             nxt = _next_magic(data, size_pos)
             yield LogBlock(
                 BlockType.CORRUPT_BLOCK,
+                header=_salvage_header(view, size_pos, nxt),
                 content=bytes(view[size_pos:nxt]),
                 file_path=file_path,
                 offset=magic_pos,
@@ -182,6 +185,7 @@ def iter_blocks(data: bytes, file_path: str = "") -> Iterator[LogBlock]:
             end = size_pos + 8 + block_size
             block = LogBlock(
                 BlockType.CORRUPT_BLOCK,
+                header=_salvage_header(view, size_pos, end),
                 content=bytes(view[size_pos:end]),
                 file_path=file_path,
                 offset=magic_pos,
@@ -189,6 +193,20 @@ def iter_blocks(data: bytes, file_path: str = "") -> Iterator[LogBlock]:
             )
         yield block
         pos = size_pos + 8 + block_size
+
+
+def _salvage_header(view: memoryview, size_pos: int, end: int) -> dict[int, str]:
+    """The header of a corrupt block if it lies intact before ``end``, else ``{}``."""
+    start = size_pos + 8  # version, block type, then the header map
+    try:
+        bounded = view[:end]
+        version, _type_id = struct.unpack_from(">ii", bounded, start)
+        if version != LOG_FORMAT_VERSION:
+            return {}
+        header, _pos = _read_map(bounded, start + 8)
+    except (CorruptFileError, struct.error, UnicodeDecodeError):
+        return {}
+    return header
 
 
 def _parse_block(buf: memoryview, pos: int, end: int, file_path: str, magic_pos: int) -> LogBlock:

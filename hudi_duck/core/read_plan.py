@@ -6,10 +6,16 @@
 * **incremental** ``(begin, end]``: rows written by the completed commits in
   the window, in their state as of ``end``. Table version 6 windows on
   requested (instant) times, 8+ on completion times, as hudi-rs does.
+
+Times are instant times in any spelling ``normalize_instant_time`` accepts,
+plus Hudi's idioms for "from the first commit" as begin time: ``'000'`` (what
+Hudi's docs use: every instant time sorts after it) and ``'earliest'`` (Hudi's
+incremental query analyzer).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Callable, Iterable
@@ -53,18 +59,43 @@ class ReadPlan:
         return [s for s in self.slices if not s.log_files and s.base_file is not None]
 
 
-def _normalize(value: str | None, what: str) -> str | None:
+EARLIEST = "earliest"
+_INSTANT_FORMS = "yyyyMMddHHmmssSSS (e.g. 20240418173551906), yyyyMMddHHmmss, 'yyyy-MM-dd HH:mm:ss[.SSS]' or 'yyyy-MM-dd'"
+_BEFORE_EVERY_INSTANT = re.compile(r"0+")
+
+
+def parse_query_time(what: str, value: str | None, table_path: str) -> str | None:
+    """A query's ``as_of``, ``begin_time`` or ``end_time`` in Hudi's 17-digit form, or None.
+
+    * ``begin_time`` ``'000'`` (any run of zeros) or ``'earliest'``: None, from the
+      first commit on, archived ones included, as Hudi reads them;
+    * ``end_time`` ``'000'``: before every instant, an empty window (Hudi compares
+      instant times as strings); ``'earliest'`` is only a begin time in Hudi;
+    * ``as_of``: instant times only, as Hudi's time travel.
+    """
     if value is None or str(value).strip() == "":
         return None
+    text = str(value).strip()
+    before_all = bool(_BEFORE_EVERY_INSTANT.fullmatch(text))
+    if what == "begin_time" and (before_all or text.lower() == EARLIEST):
+        return None
+    if what == "end_time" and before_all:
+        return "0" * 17
     try:
-        return normalize_instant_time(str(value))
-    except ValueError as exc:
-        raise TimelineError(f"{what}: {exc}") from exc
+        return normalize_instant_time(text)
+    except ValueError:
+        pass
+    accepted = f"use an instant time: {_INSTANT_FORMS}"
+    if what == "begin_time":
+        accepted += ", or '000' / 'earliest' to start from the first commit"
+    elif before_all or text.lower() == EARLIEST:
+        accepted += "; '000' and 'earliest' mean 'from the first commit' only as begin_time"
+    raise TimelineError(f"Hudi table {table_path}: {what} {str(value)!r} is not an instant time; {accepted}")
 
 
 def plan_snapshot(table: HudiTable, as_of: str | None = None, partitions: Iterable[str] | None = None) -> ReadPlan:
+    as_of = parse_query_time("as_of", as_of, table.base_uri)
     table.config.check_readable()
-    as_of = _normalize(as_of, "as_of")
     view = table.file_system_view
     slices = view.latest_slices(as_of=as_of, partitions=partitions)
 
@@ -77,8 +108,8 @@ def plan_snapshot(table: HudiTable, as_of: str | None = None, partitions: Iterab
 def plan_read_optimized(
     table: HudiTable, as_of: str | None = None, partitions: Iterable[str] | None = None
 ) -> ReadPlan:
+    as_of = parse_query_time("as_of", as_of, table.base_uri)
     table.config.check_readable()
-    as_of = _normalize(as_of, "as_of")
     view = table.file_system_view
     slices = view.latest_slices(as_of=as_of, partitions=partitions, read_optimized=True)
     return ReadPlan(table, QueryType.READ_OPTIMIZED, slices, lambda _t: False, as_of=as_of)
@@ -92,14 +123,15 @@ def _window_key(table: HudiTable, instant: Instant) -> str:
 
 
 def plan_incremental(table: HudiTable, begin: str | None = None, end: str | None = None) -> ReadPlan:
+    """Rows of the commits in ``(begin, end]``; ``begin`` None (or '000' / 'earliest') starts at the first commit."""
+    begin = parse_query_time("begin_time", begin, table.base_uri)
+    end = parse_query_time("end_time", end, table.base_uri)
     table.config.check_readable()
     if not table.has_meta_fields:
         raise UnsupportedFeatureError(
             f"{table.base_uri}: incremental queries need the _hoodie_commit_time meta column, "
             "but the table is written with hoodie.populate.meta.fields=false"
         )
-    begin = _normalize(begin, "begin_time")
-    end = _normalize(end, "end_time")
     timeline = table.timeline
     view = table.file_system_view
 

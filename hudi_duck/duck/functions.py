@@ -15,6 +15,8 @@ from . import lazy
 from .planner import plan_sql
 
 PLAN_FUNCTION = "hudi_duck_plan"
+#: The reads' planner: ``hudi_duck_plan``'s arguments plus read options (``strict``).
+READ_FUNCTION = "hudi_duck_read"
 _SQL_FILE = "hudi_functions.sql"
 
 
@@ -52,6 +54,24 @@ class _Planner:
                 return inspection.file_slices_sql(path, first, options)
         raise HudiError(f"unknown Hudi function kind {kind!r}")
 
+    def read(
+        self,
+        kind: str | None,
+        path: str | None,
+        first: str | None,
+        second: str | None,
+        values_from_path: bool | None,
+        strict: bool | None,
+    ) -> str:
+        """``hudi_duck_read``: SQL of a snapshot, read-optimized or incremental read."""
+        if path is None:
+            raise HudiError(f"hudi_{kind or 'read'}: the table path is NULL")
+        if kind not in ("snapshot", "read_optimized", "incremental"):
+            raise HudiError(f"unknown Hudi read kind {kind!r}")
+        options = self._options_for(path)
+        with self.lock:
+            return plan_sql(kind, path, first, second, options, values_from_path is not False, strict is True)
+
     def _options_for(self, path: str) -> dict[str, Any]:
         protocol = path.split("://", 1)[0] if "://" in path else "file"
         opts = self.storage_options.get(protocol)
@@ -77,7 +97,7 @@ def register(
     if lazy.PROTOCOL not in con.list_filesystems():
         con.register_filesystem(lazy.LazySliceFileSystem())
     planner = _Planner(storage_options)
-    for name in (PLAN_FUNCTION, lazy.KEEP_FUNCTION):
+    for name in (PLAN_FUNCTION, READ_FUNCTION, lazy.KEEP_FUNCTION):
         try:
             con.remove_function(name)
         except Exception:
@@ -95,6 +115,15 @@ def register(
         PLAN_FUNCTION,
         planner,
         ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "BOOLEAN"],
+        "VARCHAR",
+        null_handling="special",
+        exception_handling="default",
+        side_effects=True,
+    )
+    con.create_function(
+        READ_FUNCTION,
+        planner.read,
+        ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "BOOLEAN", "BOOLEAN"],
         "VARCHAR",
         null_handling="special",
         exception_handling="default",

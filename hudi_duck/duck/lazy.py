@@ -4,18 +4,23 @@ Planning a query must not open the log files of partitions a filter prunes.
 So the planner only *registers* each slice with logs here; the merge runs
 the first time DuckDB needs its result:
 
-* the winning log rows are served as ``hudiduck://<slice key>/logrows.parquet``
+* the winning log rows are served as ``hudiduck://<slice key>/<plan>/logrows.parquet``
   through an fsspec filesystem registered on the connection; DuckDB opens it
   only if file pruning keeps it;
 * the base rows a slice's logs replace are filtered by the vectorised UDF
   ``hudi_duck_keep(plan, filename, row)``, which runs only on rows DuckDB read.
 
-Results are cached on local disk (``cache.py``) and shared across queries.
+Results are cached on local disk (``cache.py``) and shared across queries and
+processes. A merge's result records the corrupt log blocks it skipped, so
+every plan that uses it, merged now or found in the cache, in this process or
+another, warns about them (once per log file per process) or, when the plan is
+strict, fails.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import threading
 from dataclasses import dataclass, field
@@ -28,11 +33,14 @@ import pyarrow.parquet as pq
 from fsspec import AbstractFileSystem
 
 from ..core.file_group_reader import SliceLogMerge
+from ..core.log_scanner import SkippedBlock, report_skipped_blocks
 from . import cache
+from .progress import MergeProgress, clear_line
 
 PROTOCOL = "hudiduck"
 KEEP_FUNCTION = "hudi_duck_keep"
 _EPOCH = _dt.datetime(2000, 1, 1, tzinfo=_dt.timezone.utc)
+_SKIPPED_KEY = b"hudi_duck.skipped_corrupt_blocks"
 
 
 @dataclass
@@ -41,8 +49,11 @@ class SliceJob:
 
     key: str
     build: Callable[[], SliceLogMerge]
+    #: the corrupt blocks ``build`` would skip, found without merging
+    find_corrupt: Callable[[], list[SkippedBlock]]
     lock: threading.Lock = field(default_factory=threading.Lock)
     dropped: np.ndarray | None = None
+    skipped: list[SkippedBlock] = field(default_factory=list)
 
     @property
     def logrows_file(self) -> str:
@@ -52,22 +63,66 @@ class SliceJob:
     def dropped_file(self) -> str:
         return str(cache.cache_dir() / f"{self.key}.dropped.parquet")
 
-    def ensure(self) -> None:
+    def ensure(self, progress: MergeProgress | None = None) -> None:
         """Merge the slice (once) unless a previous run left its results on disk."""
+        merged_here = False
         with self.lock:
-            if self.dropped is not None:
-                return
-            try:
-                dropped = pq.read_table(self.dropped_file).column("row").to_numpy()
-                if not _exists(self.logrows_file):
-                    raise FileNotFoundError(self.logrows_file)
-            except (FileNotFoundError, OSError, pa.ArrowInvalid, KeyError):
-                merged = self.build()
-                cache.write_atomic(merged.log_rows, self.logrows_file)
-                rows = pa.array(sorted(merged.dropped_base_rows), pa.int64())
-                cache.write_atomic(pa.table({"row": rows}), self.dropped_file)
-                dropped = rows.to_numpy()
-            self.dropped = np.asarray(dropped, dtype=np.int64)
+            if self.dropped is None:
+                try:
+                    self._load()
+                except (FileNotFoundError, OSError, pa.ArrowInvalid, KeyError, ValueError):
+                    merged_here = True
+                    self._merge_with(progress)
+        if progress is not None and not merged_here:
+            progress.finished(self.key, merged=False)
+
+    def corrupt_blocks(self) -> list[SkippedBlock]:
+        """What the merge skips: recorded with its result when merged (here or in the
+        cache), else found by scanning the log framing."""
+        with self.lock:
+            if self.dropped is None:
+                try:
+                    self._load()
+                except (FileNotFoundError, OSError, pa.ArrowInvalid, KeyError, ValueError):
+                    return self.find_corrupt()
+            return list(self.skipped)
+
+    def _merge_with(self, progress: MergeProgress | None) -> None:
+        if progress is None:
+            self._merge()
+            return
+        progress.started(self.key)
+        try:
+            self._merge()
+        finally:
+            progress.finished(self.key, merged=True)
+
+    def _load(self) -> None:
+        table = pq.read_table(self.dropped_file)
+        if not _exists(self.logrows_file):
+            raise FileNotFoundError(self.logrows_file)
+        recorded = (table.schema.metadata or {})[_SKIPPED_KEY]
+        self.skipped = [SkippedBlock.from_dict(d) for d in json.loads(recorded)]
+        self.dropped = np.asarray(table.column("row").to_numpy(), dtype=np.int64)
+
+    def _merge(self) -> None:
+        merged = self.build()
+        cache.write_atomic(merged.log_rows, self.logrows_file)
+        rows = pa.array(sorted(merged.dropped_base_rows), pa.int64())
+        skipped = json.dumps([b.to_dict() for b in merged.skipped_blocks])
+        dropped = pa.table({"row": rows}).replace_schema_metadata({_SKIPPED_KEY: skipped.encode()})
+        cache.write_atomic(dropped, self.dropped_file)
+        self.skipped = list(merged.skipped_blocks)
+        self.dropped = np.asarray(rows.to_numpy(), dtype=np.int64)
+
+
+@dataclass
+class PlanState:
+    """What the scan of one plan needs: its slices, strictness and progress."""
+
+    base_files: dict[str, str]  # base file URI -> slice key
+    strict: bool = False
+    progress: MergeProgress | None = None
 
 
 def _exists(path: str) -> bool:
@@ -79,7 +134,7 @@ class Registry:
 
     def __init__(self, max_plans: int = 256):
         self.jobs: dict[str, SliceJob] = {}
-        self.plans: dict[str, dict[str, str]] = {}
+        self.plans: dict[str, PlanState] = {}
         self.lock = threading.Lock()
         self.max_plans = max_plans
 
@@ -91,9 +146,9 @@ class Registry:
             self.jobs[job.key] = job
             return job
 
-    def register_plan(self, token: str, base_files: dict[str, str]) -> None:
+    def register_plan(self, token: str, plan: PlanState) -> None:
         with self.lock:
-            self.plans[token] = base_files
+            self.plans[token] = plan
             while len(self.plans) > self.max_plans:
                 self.plans.pop(next(iter(self.plans)))
 
@@ -103,6 +158,36 @@ class Registry:
         except KeyError:
             raise FileNotFoundError(f"{PROTOCOL}://{key}: unknown slice (plan it again)") from None
 
+    def plan(self, token: str) -> PlanState:
+        plan = self.plans.get(token)
+        if plan is None:
+            raise RuntimeError(f"hudi-duck plan {token} is no longer known; run the query again")
+        return plan
+
+    def ensure(self, key: str, token: str, judge: bool = True) -> SliceJob:
+        """The merged slice for a plan; reports the corrupt blocks its merge skipped.
+
+        ``judge=False`` (DuckDB probing a file's size while binding, where an
+        error would surface as a traceback) leaves warnings and strict
+        failures to the actual read.
+        """
+        plan = self.plan(token)
+        job = self.job(key)
+        job.ensure(plan.progress)
+        if job.skipped and judge:
+            clear_line()  # a warning must not run into the progress line
+            report_skipped_blocks(job.skipped, plan.strict)
+        return job
+
+    def check_strict(self, keys: list[str]) -> None:
+        """Fail a strict plan now, while planning, if a slice it reads has a skipped corrupt block.
+
+        Checking before the scan makes the failure independent of what DuckDB
+        prunes and gives a clean error; the merges themselves stay lazy.
+        """
+        for key in keys:
+            report_skipped_blocks(self.job(key).corrupt_blocks(), strict=True)
+
     def keep(self, token: str, filenames: pa.Array, rows: pa.Array) -> pa.Array:
         """Mask of base rows that survive their slice's logs.
 
@@ -110,9 +195,7 @@ class Registry:
         dictionary encoding and rows looked up in the (sorted) dropped rows,
         so no Python object is made per row.
         """
-        mapping = self.plans.get(token)
-        if mapping is None:
-            raise RuntimeError(f"hudi-duck plan {token} is no longer known; run the query again")
+        mapping = self.plan(token).base_files
         encoded = filenames if pa.types.is_dictionary(filenames.type) else pc.dictionary_encode(filenames)
         names = encoded.dictionary.to_pylist()
         row_values = rows.to_numpy(zero_copy_only=False)
@@ -122,8 +205,7 @@ class Registry:
             key = mapping.get(name)
             if key is None:
                 continue
-            job = self.job(key)
-            job.ensure()
+            job = self.ensure(key, token)
             if not len(job.dropped):
                 continue
             if indices is None:
@@ -157,13 +239,16 @@ def keep_rows(tokens: pa.Array, filenames: pa.Array, rows: pa.Array) -> pa.Array
     return REGISTRY.keep(token, filenames, rows)
 
 
-def logrows_uri(key: str) -> str:
-    return f"{PROTOCOL}://{key}/logrows.parquet"
+def logrows_uri(key: str, token: str) -> str:
+    """The merged log rows of slice ``key`` as read by plan ``token``."""
+    return f"{PROTOCOL}://{key}/{token}/logrows.parquet"
 
 
-def _key_of(path: str) -> str:
-    path = path.split("://", 1)[-1]
-    return path.strip("/").split("/", 1)[0]
+def _key_and_token(path: str) -> tuple[str, str]:
+    parts = str(path).split("://", 1)[-1].strip("/").split("/")
+    if len(parts) < 2:
+        raise FileNotFoundError(f"{PROTOCOL}://{path}: not a merged slice file")
+    return parts[0], parts[1]
 
 
 class PositionalReader:
@@ -237,17 +322,17 @@ class LazySliceFileSystem(AbstractFileSystem):
     def _open(self, path, mode="rb", **kwargs):
         if "r" not in mode:
             raise PermissionError(f"{PROTOCOL}:// files are read-only")
-        job = REGISTRY.job(_key_of(path))
-        job.ensure()
+        job = REGISTRY.ensure(*_key_and_token(path))
         return PositionalReader(job.logrows_file)
 
     def info(self, path, **kwargs):
-        job = REGISTRY.job(_key_of(path))
+        key, token = _key_and_token(path)
+        job = REGISTRY.job(key)
         size = 0
         # DuckDB probes every listed file before scanning; only report (and
         # compute) the real size once the file is really being read.
         if str(path).startswith(f"{PROTOCOL}://") or job.dropped is not None:
-            job.ensure()
+            job = REGISTRY.ensure(key, token, judge=False)
             size = os.path.getsize(job.logrows_file)
         return {"name": path, "size": size, "type": "file"}
 

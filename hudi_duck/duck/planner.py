@@ -6,7 +6,7 @@ import logging
 import time
 from typing import Any
 
-from ..core.read_plan import ReadPlan, plan_incremental, plan_read_optimized, plan_snapshot
+from ..core.read_plan import ReadPlan, parse_query_time, plan_incremental, plan_read_optimized, plan_snapshot
 from ..core.table import HudiTable
 from . import cache
 from .sql import SqlRenderer
@@ -30,11 +30,19 @@ def make_plan(kind: str, table: HudiTable, first: str | None, second: str | None
     raise ValueError(f"unknown query kind {kind!r}")
 
 
-def render_plan(plan: ReadPlan, values_from_path: bool = True) -> str:
+def check_times(kind: str, path: str, first: str | None, second: str | None) -> None:
+    """Refuse a bad time argument before the table is opened (the error names path, argument and value)."""
+    names = {"snapshot": ("as_of",), "read_optimized": ("as_of",), "incremental": ("begin_time", "end_time")}
+    for what, value in zip(names.get(kind, ()), (first, second)):
+        parse_query_time(what, value, path)
+
+
+def render_plan(plan: ReadPlan, values_from_path: bool = True, strict: bool = False) -> str:
     """SQL for a plan; ``values_from_path`` mirrors Hudi's
-    ``hoodie.datasource.read.extract.partition.values.from.path``."""
+    ``hoodie.datasource.read.extract.partition.values.from.path``; a ``strict``
+    plan fails on a corrupt log block instead of skipping it."""
     started = time.perf_counter()
-    renderer = SqlRenderer(plan, timeline_signature(plan.table), values_from_path)
+    renderer = SqlRenderer(plan, timeline_signature(plan.table), values_from_path, strict)
     sql = renderer.render()
     stats = renderer.stats
     log.info(
@@ -49,7 +57,14 @@ def render_plan(plan: ReadPlan, values_from_path: bool = True) -> str:
 
 
 def plan_sql(
-    kind: str, path: str, first: str | None, second: str | None, options: dict[str, Any], values_from_path: bool = True
+    kind: str,
+    path: str,
+    first: str | None,
+    second: str | None,
+    options: dict[str, Any],
+    values_from_path: bool = True,
+    strict: bool = False,
 ) -> str:
+    check_times(kind, path, first, second)
     table = HudiTable(path, options)
-    return render_plan(make_plan(kind, table, first, second), values_from_path)
+    return render_plan(make_plan(kind, table, first, second), values_from_path, strict)

@@ -25,12 +25,14 @@ from typing import Iterable
 
 import pyarrow as pa
 
-from ..core.file_group_reader import merge_slice_logs
+from ..core.file_group_reader import corrupt_blocks, merge_slice_logs
 from ..core.file_slice import FileSlice
 from ..core.read_plan import QueryType, ReadPlan
 from ..core.schema import COMMIT_TIME, avro_to_arrow, without_meta_fields
-from . import cache, lazy
+from . import cache, lazy, progress
 
+#: Changes when what a cached slice merge holds changes (older entries are not reused).
+MERGE_CACHE_VERSION = 2
 FILENAME_COL = "_hd_filename"
 ROW_COL = "file_row_number"
 
@@ -60,9 +62,10 @@ class RenderStats:
 class SqlRenderer:
     """Turns one read plan into one SQL statement."""
 
-    def __init__(self, plan: ReadPlan, timeline_signature: str, values_from_path: bool = True):
+    def __init__(self, plan: ReadPlan, timeline_signature: str, values_from_path: bool = True, strict: bool = False):
         self.plan = plan
         self.values_from_path = values_from_path
+        self.strict = strict
         self.table = plan.table
         self.schema: pa.Schema = plan.table.schema
         self.timeline_signature = timeline_signature
@@ -231,22 +234,30 @@ class SqlRenderer:
         """Base rows of slices with logs (minus replaced ones) and their winning log rows.
 
         Nothing is merged here: slices are registered with ``lazy`` and merged
-        when DuckDB first reads them, so pruned partitions cost nothing.
+        when DuckDB first reads them, so pruned partitions cost nothing. A
+        merge is shared by strict and lenient plans: what it skipped is
+        recorded with it and judged per plan.
         """
         slices = self.plan.slices_with_logs if self.plan.query_type is not QueryType.READ_OPTIMIZED else []
         if not slices:
             return []
         ctx = self.plan.context()
         signature = self._plan_signature()
-        token = cache.digest("plan", self.table.base_uri, signature, self.schema.to_string())
+        token = cache.digest("plan", self.table.base_uri, signature, self.schema.to_string(), self.strict)
         base_to_key: dict[str, str] = {}
         log_dirs: dict[str, dict] = {}
         log_files: list[str] = []
         prunable_logs: list[str] = []
+        keys: list[str] = []
         for s in slices:
-            key = cache.digest(self.table.base_uri, signature, s.slice_id, _slice_files(s), self.schema.to_string())
-            lazy.REGISTRY.register(lazy.SliceJob(key, functools.partial(merge_slice_logs, ctx, s)))
-            uri = lazy.logrows_uri(key)
+            key = cache.digest(
+                MERGE_CACHE_VERSION, self.table.base_uri, signature, s.slice_id, _slice_files(s), self.schema.to_string()
+            )
+            lazy.REGISTRY.register(
+                lazy.SliceJob(key, functools.partial(merge_slice_logs, ctx, s), functools.partial(corrupt_blocks, ctx, s))
+            )
+            keys.append(key)
+            uri = lazy.logrows_uri(key, token)
             values = self._partition_values(s.partition_path)
             if values is not None:
                 log_dirs[uri.rsplit("/", 1)[0]] = values
@@ -256,7 +267,11 @@ class SqlRenderer:
             if s.base_file is not None:
                 base_to_key[self.table.storage.uri(s.base_file.path)] = key
             self.stats.merged_slices += 1
-        lazy.REGISTRY.register_plan(token, base_to_key)
+        if self.strict:
+            lazy.REGISTRY.check_strict(keys)
+        label = f"hudi_{self.plan.query_type.value} {self.table.base_uri}"
+        shown = progress.for_plan(label, len(slices))
+        lazy.REGISTRY.register_plan(token, lazy.PlanState(base_to_key, self.strict, shown))
         branches = []
         with_base = [s for s in slices if s.base_file is not None]
         keep = f"{lazy.KEEP_FUNCTION}({quote_literal(token)}, {quote_ident(FILENAME_COL)}, {ROW_COL})"
