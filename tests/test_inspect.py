@@ -568,6 +568,11 @@ def test_views_are_cached_by_timeline_state(con, fresh_fixture, tmp_path, monkey
     shutil.copy(hoodie / "20250331030645735.deltacommit", hoodie / "20250331030699999.deltacommit")
     assert con2.sql(f"SELECT count(*) FROM hudi_commits('{base}')").fetchall()[0][0] == first + 1
     assert len(list((tmp_path / "cache").glob("*.inspect.parquet"))) == 2
+    # the log-block dump follows the log files: a block appended to a log shows up
+    (log,) = [p for p in (Path(base) / "city=san_francisco").iterdir() if ".log." in p.name]
+    assert con2.sql(f"SELECT count(*) FROM hudi_log_blocks('{base}')").fetchall()[0][0] == 1
+    log.write_bytes(log.read_bytes() * 2)
+    assert con2.sql(f"SELECT count(*) FROM hudi_log_blocks('{base}')").fetchall()[0][0] == 2
 
 
 def test_unknown_view_is_an_error(fixture_tables):

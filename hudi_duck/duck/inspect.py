@@ -23,7 +23,7 @@ from ..core.errors import HudiError
 from ..core.table import HudiTable
 from . import cache
 from .sql import quote_literal
-from .views import FILES, View, ViewArgs, build_view, get_view, views
+from .views import FILES, LOG_FILES, View, ViewArgs, build_view, get_view, views
 from .views.files import list_log_files, log_files_signature
 
 log = logging.getLogger("hudi_duck")
@@ -59,7 +59,7 @@ def _key(view: View, table: HudiTable, args: ViewArgs) -> str | None:
     parts += [sorted(table.config.props.items()), view.schema.to_string(), timeline_signature(table)]
     if args.include_archived:
         parts.append(archive_signature(table))
-    if view.name == "log_blocks":
+    if view.depends_on == LOG_FILES:
         parts.append(log_files_signature(list_log_files(table)))
     elif view.depends_on == FILES:
         return None

@@ -29,8 +29,9 @@ class ViewArgs:
 
 
 #: What a view's rows depend on, which decides how its result is cached.
-TIMELINE = "timeline"  # timeline (and archive) files only
-FILES = "files"  # also the data files listed at query time
+TIMELINE = "timeline"  # timeline (and archive) files only: cached by their names
+LOG_FILES = "log_files"  # also every log file: cached by their names and sizes
+FILES = "files"  # also the data files a snapshot lists: cached by the rows' content
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from ...core.log_scanner import rolled_back_positions, scan_slice_logs
 from ...core.read_plan import plan_snapshot
 from ...core.schema import schema_fingerprint
 from ...core.table import HudiTable
-from . import BIGINT, BOOL, DOUBLE, FILES, INT, STRING, STRING_MAP, STRINGS, View, ViewArgs, schema
+from . import BIGINT, BOOL, DOUBLE, FILES, INT, LOG_FILES, STRING, STRING_MAP, STRINGS, View, ViewArgs, schema
 
 # -- hudi_file_slices -------------------------------------------------------------------------
 
@@ -303,5 +303,5 @@ def _finish_group(group: list[tuple[dict[str, Any], LogBlock]], states: dict[str
 VIEWS = (
     View("file_slices", FILE_SLICES_SCHEMA, file_slice_rows, depends_on=FILES, time_arg="as_of"),
     View("partitions", PARTITIONS_SCHEMA, partition_rows, depends_on=FILES, time_arg="as_of"),
-    View("log_blocks", LOG_BLOCKS_SCHEMA, log_block_rows, depends_on=FILES),
+    View("log_blocks", LOG_BLOCKS_SCHEMA, log_block_rows, depends_on=LOG_FILES),
 )
