@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from .core.read_plan import QueryType
 from .core.table import HudiTable
-from .duck.inspect import file_slice_rows, timeline_rows
+from .duck.inspect import inspect as _inspect
 from .duck.planner import make_plan, render_plan
 from .duck.sql import quote_ident
 
@@ -87,15 +87,70 @@ class HudiTableReader:
         or ``'earliest'`` starts at the first commit."""
         return self._read(QueryType.INCREMENTAL.value, begin_time, end_time, columns, filter)
 
+    # -- inspection views (the hudi_* inspection functions; see README) -------------------------
     def timeline(self) -> list[dict[str, Any]]:
-        from .duck.inspect import TIMELINE_COLUMNS
-
-        return [dict(zip((c for c, _ in TIMELINE_COLUMNS), row)) for row in timeline_rows(self.table)]
+        """One dict per instant (the rows of ``hudi_timeline``)."""
+        return _inspect(self.table, "timeline").to_pylist()
 
     def file_slices(self, as_of: str | None = None) -> list[dict[str, Any]]:
-        from .duck.inspect import FILE_SLICE_COLUMNS
+        """One dict per file slice a snapshot reads (the rows of ``hudi_file_slices``)."""
+        return _inspect(self.table, "file_slices", as_of).to_pylist()
 
-        return [dict(zip((c for c, _ in FILE_SLICE_COLUMNS), row)) for row in file_slice_rows(self.table, as_of)]
+    def inspect(self, view: str, time: str | None = None, include_archived: bool = False) -> pa.Table:
+        """Any inspection view by name (``"commits"``, ``"log_blocks"`` ...) as a ``pyarrow.Table``."""
+        return _inspect(self.table, view, time, include_archived)
+
+    def commits(self, include_archived: bool = False) -> pa.Table:
+        """One row per write instant with its write statistics (``hudi_commits``)."""
+        return _inspect(self.table, "commits", include_archived=include_archived)
+
+    def commit_files(self, instant: str | None = None, include_archived: bool = False) -> pa.Table:
+        """One row per file a commit wrote (``hudi_commit_files``)."""
+        return _inspect(self.table, "commit_files", instant, include_archived)
+
+    def partitions(self, as_of: str | None = None) -> pa.Table:
+        """One row per partition of the snapshot (``hudi_partitions``)."""
+        return _inspect(self.table, "partitions", as_of)
+
+    def compactions(self) -> pa.Table:
+        """One row per compaction operation, pending or completed (``hudi_compactions``)."""
+        return _inspect(self.table, "compactions")
+
+    def clustering(self) -> pa.Table:
+        """One row per clustering input file slice (``hudi_clustering``)."""
+        return _inspect(self.table, "clustering")
+
+    def cleans(self) -> pa.Table:
+        """One row per clean (``hudi_cleans``)."""
+        return _inspect(self.table, "cleans")
+
+    def clean_partitions(self) -> pa.Table:
+        """One row per partition of each clean (``hudi_clean_partitions``)."""
+        return _inspect(self.table, "clean_partitions")
+
+    def rollbacks(self) -> pa.Table:
+        """One row per rollback (``hudi_rollbacks``)."""
+        return _inspect(self.table, "rollbacks")
+
+    def rollback_files(self) -> pa.Table:
+        """One row per file a rollback touched (``hudi_rollback_files``)."""
+        return _inspect(self.table, "rollback_files")
+
+    def savepoints(self) -> pa.Table:
+        """One row per savepoint (``hudi_savepoints``)."""
+        return _inspect(self.table, "savepoints")
+
+    def schema_columns(self, as_of: str | None = None) -> pa.Table:
+        """One row per column of the schema, latest or as of an instant (``hudi_schema``)."""
+        return _inspect(self.table, "schema", as_of)
+
+    def schema_history(self, include_archived: bool = False) -> pa.Table:
+        """One row per commit that changed the schema (``hudi_schema_history``)."""
+        return _inspect(self.table, "schema_history", include_archived=include_archived)
+
+    def log_blocks(self) -> pa.Table:
+        """One row per log block of every log file (``hudi_log_blocks``)."""
+        return _inspect(self.table, "log_blocks")
 
     @property
     def schema(self) -> pa.Schema:
@@ -161,3 +216,15 @@ def read_incremental(path: str, begin_time: str | None = None, end_time: str | N
     """Records committed in ``(begin_time, end_time]`` as a ``pyarrow.RecordBatchReader``
     (``begin_time`` None, ``'000'`` or ``'earliest'``: from the first commit)."""
     return open_table(path, storage_options, filesystems, strict=strict).incremental(begin_time, end_time, columns, filter)
+
+
+def inspect_table(
+    path: str,
+    view: str,
+    time: str | None = None,
+    include_archived: bool = False,
+    storage_options: dict[str, Any] | None = None,
+) -> pa.Table:
+    """An inspection view of a table as a ``pyarrow.Table``: ``inspect_table(path, "commits")``
+    gives the rows of ``hudi_commits(path)``; ``time`` is the view's ``as_of`` / ``instant``."""
+    return _inspect(HudiTable(path, storage_options), view, time, include_archived)

@@ -276,3 +276,102 @@ def execute_clean(table: HudiTable, requested: Instant) -> dict[str, Any]:
 
 def pending_cleans(table: HudiTable) -> list[Instant]:
     return table.timeline.pending([Action.CLEAN])
+
+
+# -- reading cleans (pending and completed) ---------------------------------------------------
+
+
+def _file_name(path: str) -> str:
+    return posixpath.basename(path)
+
+
+@dataclass(frozen=True)
+class CleanPartition:
+    """What a clean planned and did in one partition (files by name)."""
+
+    partition_path: str
+    policy: str | None
+    files_to_delete: tuple[str, ...]  # the plan (``deletePathPatterns`` once completed)
+    deleted_files: tuple[str, ...] | None  # None while the clean is pending
+    failed_files: tuple[str, ...] | None
+    partition_deleted: bool
+
+
+@dataclass(frozen=True)
+class CleanInfo:
+    """A clean instant: its plan (``HoodieCleanerPlan``) and result (``HoodieCleanMetadata``)."""
+
+    instant_time: str
+    state: State
+    completion_time: str | None
+    policy: str | None
+    earliest_commit_to_retain: str | None
+    last_completed_commit: str | None
+    total_files_deleted: int | None
+    time_taken_ms: int | None
+    partitions: tuple[CleanPartition, ...]
+
+
+def _planned_files(plan: dict[str, Any]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for partition, infos in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
+        out[partition] = [_file_name(i["filePath"]) for i in infos or () if i.get("filePath")]
+    for partition, paths in (plan.get("filesToBeDeletedPerPartition") or {}).items():
+        if partition not in out:  # the deprecated field of old plans
+            out[partition] = [_file_name(p) for p in paths or ()]
+    for partition in plan.get("partitionsToBeDeleted") or ():
+        out.setdefault(partition, [])
+    return out
+
+
+def _clean_partitions(plan: dict[str, Any], metadata: dict[str, Any] | None) -> tuple[CleanPartition, ...]:
+    if metadata is None:
+        dropped = set(plan.get("partitionsToBeDeleted") or ())
+        return tuple(
+            CleanPartition(p, plan.get("policy"), tuple(files), None, None, p in dropped)
+            for p, files in sorted(_planned_files(plan).items())
+        )
+    out = []
+    for partition, info in sorted((metadata.get("partitionMetadata") or {}).items()):
+        out.append(
+            CleanPartition(
+                partition_path=info.get("partitionPath", partition),
+                policy=info.get("policy"),
+                files_to_delete=tuple(info.get("deletePathPatterns") or ()),
+                deleted_files=tuple(_file_name(f) for f in info.get("successDeleteFiles") or ()),
+                failed_files=tuple(_file_name(f) for f in info.get("failedDeleteFiles") or ()),
+                partition_deleted=bool(info.get("isPartitionDeleted")),
+            )
+        )
+    return tuple(out)
+
+
+def clean_infos(timeline) -> list[CleanInfo]:
+    """Every clean on the active timeline, oldest first."""
+    out = []
+    for group in timeline.instant_groups():
+        if not any(i.action == Action.CLEAN for i in group.by_state.values()):
+            continue
+        latest = group.latest
+        plan = timeline.avro_details(group.requested_time, State.REQUESTED) or {}
+        metadata = timeline.avro_details(group.requested_time, State.COMPLETED) if latest.is_completed else None
+        earliest = (plan.get("earliestInstantToRetain") or {}).get("timestamp")
+        if metadata is not None:
+            earliest = metadata.get("earliestCommitToRetain") or earliest
+        policies = {p.get("policy") for p in ((metadata or {}).get("partitionMetadata") or {}).values()}
+        policy = plan.get("policy") or (policies.pop() if len(policies) == 1 else None)
+        last = (metadata or plan).get("lastCompletedCommitTimestamp") or plan.get("lastCompletedCommitTimestamp")
+        out.append(
+            CleanInfo(
+                instant_time=group.requested_time,
+                state=latest.state,
+                completion_time=latest.completion_time if latest.is_completed else None,
+                policy=policy,
+                earliest_commit_to_retain=earliest or None,
+                last_completed_commit=last or None,
+                total_files_deleted=metadata.get("totalFilesDeleted") if metadata is not None else None,
+                time_taken_ms=metadata.get("timeTakenInMillis") if metadata is not None else None,
+                partitions=_clean_partitions(plan, metadata),
+            )
+        )
+    return out

@@ -189,3 +189,96 @@ def commit_clustering(
     done = table.timeline.complete(inflight, metadata.to_json_bytes())
     delete_markers(table.storage, inflight.requested_time)
     return done
+
+
+# -- reading plans (pending and completed) ------------------------------------------------
+
+#: The strategy parameter carrying the sort columns of a clustering plan.
+SORT_COLUMNS_PARAM = "hoodie.clustering.plan.strategy.sort.columns"
+
+
+def _name(path: str | None) -> str | None:
+    return path.rsplit("/", 1)[-1] if path else None
+
+
+@dataclass(frozen=True)
+class ClusteringSlice:
+    """One input file slice of a clustering group (``HoodieSliceInfo``), files by name."""
+
+    partition_path: str
+    file_id: str
+    base_file: str | None
+    log_files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClusteringGroup:
+    slices: tuple[ClusteringSlice, ...]
+    metrics: dict[str, float]
+    num_output_file_groups: int
+
+
+@dataclass(frozen=True)
+class ClusteringPlan:
+    """A clustering instant with its ``HoodieClusteringPlan`` and where it stands."""
+
+    instant_time: str
+    action: str  # the requested action: clustering (layout 2) or replacecommit (layout 1)
+    state: State
+    completion_time: str | None
+    groups: tuple[ClusteringGroup, ...]
+    strategy: str | None
+    strategy_params: dict[str, str]
+    preserve_hoodie_metadata: bool | None
+
+    @property
+    def sort_columns(self) -> list[str]:
+        value = self.strategy_params.get(SORT_COLUMNS_PARAM) or ""
+        return [c.strip() for c in value.split(",") if c.strip()]
+
+    @classmethod
+    def from_avro(cls, instant_time: str, action: str, latest: Instant, raw: dict[str, Any]) -> "ClusteringPlan":
+        plan = raw.get("clusteringPlan") or {}
+        strategy = plan.get("strategy") or {}
+        groups = []
+        for group in plan.get("inputGroups") or ():
+            slices = tuple(
+                ClusteringSlice(
+                    partition_path=s.get("partitionPath") or "",
+                    file_id=s.get("fileId") or "",
+                    base_file=_name(s.get("dataFilePath")),
+                    log_files=tuple(_name(p) for p in s.get("deltaFilePaths") or ()),
+                )
+                for s in group.get("slices") or ()
+            )
+            metrics = {k: float(v) for k, v in (group.get("metrics") or {}).items()}
+            groups.append(ClusteringGroup(slices, metrics, int(group.get("numOutputFileGroups") or 1)))
+        return cls(
+            instant_time=instant_time,
+            action=action,
+            state=latest.state,
+            completion_time=latest.completion_time if latest.is_completed else None,
+            groups=tuple(groups),
+            strategy=strategy.get("strategyClassName"),
+            strategy_params=dict(strategy.get("strategyParams") or {}),
+            preserve_hoodie_metadata=plan.get("preserveHoodieMetadata"),
+        )
+
+
+def clustering_plans(timeline) -> list[ClusteringPlan]:
+    """Every clustering on the active timeline whose plan is still there, oldest first.
+
+    Layout 2 names clustering ``clustering`` until it completes; layout 1 writes a
+    pending ``replacecommit`` whose requested file holds ``operationType=CLUSTER``
+    (insert overwrite writes other or no content there).
+    """
+    out = []
+    for group in timeline.instant_groups():
+        requested = group.by_state.get(State.REQUESTED)
+        if requested is None or requested.action not in (Action.CLUSTERING, Action.REPLACE_COMMIT):
+            continue
+        raw = timeline.avro_details(group.requested_time, State.REQUESTED)
+        if not raw or (requested.action == Action.REPLACE_COMMIT and raw.get("operationType") != "CLUSTER"):
+            continue
+        out.append(ClusteringPlan.from_avro(group.requested_time, requested.action, group.latest, raw))
+    return out

@@ -85,6 +85,126 @@ def new_write_stat(**values: Any) -> dict[str, Any]:
     return stat
 
 
+#: Hudi's ``HoodieWriteStat.NULL_COMMIT``: the previous commit of a newly created file.
+NULL_COMMIT = "null"
+
+
+def _count(raw: dict[str, Any], key: str) -> int:
+    value = raw.get(key)
+    return int(value) if value is not None else 0
+
+
+@dataclass(frozen=True)
+class WriteStat:
+    """One ``HoodieWriteStat``: what a write did to one file (typed, read-only view)."""
+
+    partition_path: str
+    file_id: str | None
+    path: str | None
+    #: Commit of the file's previous version; ``None`` for a new file (Hudi writes ``"null"``).
+    prev_commit: str | None
+    num_writes: int = 0
+    num_inserts: int = 0
+    num_update_writes: int = 0
+    num_deletes: int = 0
+    total_write_bytes: int = 0
+    total_write_errors: int = 0
+    file_size_in_bytes: int = 0
+    total_log_records: int = 0
+    total_log_blocks: int = 0
+    total_corrupt_log_blocks: int = 0
+    total_rollback_blocks: int = 0
+    total_log_files_compacted: int = 0
+    total_log_size_compacted: int = 0
+    total_updated_records_compacted: int = 0
+    #: Delta stats (merge-on-read log writes): the slice's base file and the log files.
+    base_file: str | None = None
+    log_files: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, partition: str, raw: dict[str, Any]) -> "WriteStat":
+        prev = raw.get("prevCommit")
+        return cls(
+            partition_path=raw.get("partitionPath") if raw.get("partitionPath") is not None else partition,
+            file_id=raw.get("fileId"),
+            path=raw.get("path"),
+            prev_commit=None if prev is None or str(prev).lower() == NULL_COMMIT else str(prev),
+            num_writes=_count(raw, "numWrites"),
+            num_inserts=_count(raw, "numInserts"),
+            num_update_writes=_count(raw, "numUpdateWrites"),
+            num_deletes=_count(raw, "numDeletes"),
+            total_write_bytes=_count(raw, "totalWriteBytes"),
+            total_write_errors=_count(raw, "totalWriteErrors"),
+            file_size_in_bytes=_count(raw, "fileSizeInBytes"),
+            total_log_records=_count(raw, "totalLogRecords"),
+            total_log_blocks=_count(raw, "totalLogBlocks"),
+            total_corrupt_log_blocks=_count(raw, "totalCorruptLogBlock"),
+            total_rollback_blocks=_count(raw, "totalRollbackBlocks"),
+            total_log_files_compacted=_count(raw, "totalLogFilesCompacted"),
+            total_log_size_compacted=_count(raw, "totalLogSizeCompacted"),
+            total_updated_records_compacted=_count(raw, "totalUpdatedRecordsCompacted"),
+            base_file=raw.get("baseFile") or None,
+            log_files=tuple(raw.get("logFiles") or ()),
+        )
+
+    @property
+    def file_name(self) -> str | None:
+        return self.path.rsplit("/", 1)[-1] if self.path else None
+
+    @property
+    def is_log_file(self) -> bool:
+        """Whether the stat describes a log file (names of log files start with a dot)."""
+        name = self.file_name
+        return bool(name) and name.startswith(".")
+
+    @property
+    def is_new_file(self) -> bool:
+        return self.prev_commit is None
+
+
+@dataclass(frozen=True)
+class CommitStats:
+    """A commit's totals, counted as ``HoodieCommitMetadata.fetchTotal*`` count them."""
+
+    partitions_written: int
+    files_inserted: int  # new files (prevCommit "null")
+    files_updated: int
+    records_written: int
+    records_inserted: int
+    records_updated: int
+    records_deleted: int
+    bytes_written: int
+    write_errors: int
+    log_files_written: int
+    log_records: int
+    log_blocks: int
+    corrupt_log_blocks: int
+    rollback_blocks: int
+    log_files_compacted: int
+    updated_records_compacted: int
+
+    @classmethod
+    def of(cls, partitions: int, stats: list[WriteStat]) -> "CommitStats":
+        return cls(
+            partitions_written=partitions,
+            files_inserted=sum(1 for s in stats if s.is_new_file),
+            files_updated=sum(1 for s in stats if not s.is_new_file),
+            records_written=sum(s.num_writes for s in stats),
+            records_inserted=sum(s.num_inserts for s in stats),
+            records_updated=sum(s.num_update_writes for s in stats),
+            records_deleted=sum(s.num_deletes for s in stats),
+            bytes_written=sum(s.total_write_bytes for s in stats),
+            write_errors=sum(s.total_write_errors for s in stats),
+            log_files_written=sum(1 for s in stats if s.is_log_file),
+            log_records=sum(s.total_log_records for s in stats),
+            log_blocks=sum(s.total_log_blocks for s in stats),
+            corrupt_log_blocks=sum(s.total_corrupt_log_blocks for s in stats),
+            rollback_blocks=sum(s.total_rollback_blocks for s in stats),
+            log_files_compacted=sum(s.total_log_files_compacted for s in stats),
+            updated_records_compacted=sum(s.total_updated_records_compacted for s in stats),
+        )
+
+
 @dataclass
 class CommitMetadata:
     """``HoodieCommitMetadata`` (and its replace-commit subclass)."""
@@ -136,6 +256,15 @@ class CommitMetadata:
     def write_stats(self) -> Iterator[dict[str, Any]]:
         for stats in self.partition_to_write_stats.values():
             yield from stats
+
+    def stats(self) -> list[WriteStat]:
+        """Every write stat, typed, in partition order."""
+        return [WriteStat.from_dict(p, raw) for p, items in self.partition_to_write_stats.items() for raw in items]
+
+    def totals(self) -> CommitStats:
+        """Totals over the write stats (``commits show``)."""
+        stats = self.stats()
+        return CommitStats.of(len(self.partition_to_write_stats), stats)
 
     @property
     def schema(self) -> str | None:

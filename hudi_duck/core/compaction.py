@@ -330,3 +330,64 @@ def commit_compaction(table: HudiTable, inflight: Instant, stats: list[dict[str,
     done = table.timeline.complete(inflight, metadata.to_json_bytes())
     delete_markers(table.storage, inflight.requested_time)
     return done
+
+
+# -- reading plans (pending and completed) ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompactionOperation:
+    """One file slice of a ``HoodieCompactionPlan``; files are named, not pathed."""
+
+    partition_path: str
+    file_id: str
+    base_instant_time: str
+    base_file: str | None
+    log_files: tuple[str, ...]
+    metrics: dict[str, float]
+
+    @classmethod
+    def from_avro(cls, raw: dict[str, Any]) -> "CompactionOperation":
+        data = raw.get("dataFilePath")
+        return cls(
+            partition_path=raw.get("partitionPath") or "",
+            file_id=raw.get("fileId") or "",
+            base_instant_time=raw.get("baseInstantTime") or "",
+            base_file=posixpath.basename(data) if data else None,
+            log_files=tuple(posixpath.basename(p) for p in raw.get("deltaFilePaths") or ()),
+            metrics={k: float(v) for k, v in (raw.get("metrics") or {}).items()},
+        )
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """A compaction or log compaction instant with its plan and where it stands."""
+
+    instant_time: str
+    action: str  # compaction | logcompaction
+    state: State
+    completion_time: str | None
+    operations: tuple[CompactionOperation, ...]
+    extra_metadata: dict[str, str]
+
+
+def compaction_plans(timeline) -> list[CompactionPlan]:
+    """Every (log) compaction on the active timeline whose plan is still there, oldest first."""
+    out = []
+    for group in timeline.instant_groups():
+        requested = group.by_state.get(State.REQUESTED)
+        if requested is None or requested.action not in (Action.COMPACTION, Action.LOG_COMPACTION):
+            continue
+        raw = timeline.avro_details(group.requested_time, State.REQUESTED) or {}
+        latest = group.latest
+        out.append(
+            CompactionPlan(
+                instant_time=group.requested_time,
+                action=requested.action,
+                state=latest.state,
+                completion_time=latest.completion_time if latest.is_completed else None,
+                operations=tuple(CompactionOperation.from_avro(op) for op in raw.get("operations") or ()),
+                extra_metadata=dict(raw.get("extraMetadata") or {}),
+            )
+        )
+    return out

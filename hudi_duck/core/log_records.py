@@ -263,3 +263,34 @@ def encode_delete_records(records: Sequence[DeleteRecord]) -> bytes:
     fastavro.schemaless_writer(buffer, avro_models.parsed("HoodieDeleteRecordList"), {"deleteRecordList": items})
     payload = buffer.getvalue()
     return struct.pack(">ii", DELETE_BLOCK_VERSION, len(payload)) + payload
+
+
+# -- counting ---------------------------------------------------------------------------
+
+
+def block_record_count(block: LogBlock) -> int | None:
+    """Records of a data block or keys of a delete block, read without decoding the records;
+    ``None`` for command and corrupt blocks. Raises :class:`CorruptFileError` on malformed content."""
+    kind = block.block_type
+    source = f"{block.file_path}@{block.offset}"
+    if kind in (BlockType.AVRO_DATA_BLOCK, BlockType.CDC_DATA_BLOCK):
+        if len(block.content) < 8:
+            raise CorruptFileError(f"{source}: Avro data block too short")
+        version, count = struct.unpack_from(">ii", block.content, 0)
+        if version != DATA_BLOCK_VERSION:
+            raise UnsupportedFeatureError(f"{source}: Avro data block version {version} (only 3 is supported)")
+        return count
+    if kind is BlockType.PARQUET_DATA_BLOCK:
+        if not block.content:
+            return 0
+        try:
+            return pq.ParquetFile(io.BytesIO(block.content)).metadata.num_rows
+        except Exception as exc:
+            raise CorruptFileError(f"{source}: cannot read parquet data block ({exc})") from exc
+    if kind is BlockType.HFILE_DATA_BLOCK:
+        from .hfile import read_hfile
+
+        return len(read_hfile(block.content, source))
+    if kind is BlockType.DELETE_BLOCK:
+        return len(decode_delete_block(block))
+    return None

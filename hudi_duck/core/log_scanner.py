@@ -21,7 +21,7 @@ import logging
 import posixpath
 import threading
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from .errors import CorruptFileError
 from .file_naming import LogFile, parse_log_file
@@ -222,3 +222,18 @@ def _resolve_log_compaction(blocks: list[LogBlock]) -> list[LogBlock]:
 
 def scan_slice_logs(storage: Storage, log_files: Iterable[LogFile], admit: Callable[[str], bool]) -> ScanResult:
     return scan_blocks(read_blocks(storage, log_files), admit)
+
+
+def rolled_back_positions(blocks: Sequence[LogBlock]) -> set[int]:
+    """Positions (in read order) of the data and delete blocks a *later* rollback command
+    block of the same file group undoes: the blocks readers drop for that reason."""
+    targets: set[str] = set()
+    out: set[int] = set()
+    for position in range(len(blocks) - 1, -1, -1):
+        block = blocks[position]
+        if block.is_rollback:
+            if block.target_instant_time:
+                targets.add(block.target_instant_time)
+        elif block.block_type not in (BlockType.COMMAND_BLOCK, BlockType.CORRUPT_BLOCK) and block.instant_time in targets:
+            out.add(position)
+    return out

@@ -309,3 +309,101 @@ def rollback_failed_writes(storage: Storage, config: TableConfig, timeline: Time
         rollback(storage, config, timeline, instant)
         rolled.append(instant.requested_time)
     return rolled
+
+
+# -- reading rollbacks (pending and completed) -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RollbackFile:
+    """A file a rollback deletes or appends a rollback block to.
+
+    ``kind``: ``deleted`` / ``delete_failed`` (files of the rolled-back instant),
+    ``rollback_log`` (a log file holding the rollback command block),
+    ``failed_commit_log`` (a log file the rolled-back instant appended to);
+    pending rollbacks list their plan: ``to_delete`` / ``to_roll_back``.
+    """
+
+    partition_path: str
+    path: str  # as Hudi recorded it (absolute, maybe ``file:``-prefixed)
+    kind: str
+    size: int | None = None
+
+    @property
+    def file_name(self) -> str:
+        return posixpath.basename(self.path)
+
+
+@dataclass(frozen=True)
+class RollbackInfo:
+    """A rollback instant: its plan (``HoodieRollbackPlan``) and result (``HoodieRollbackMetadata``)."""
+
+    instant_time: str
+    state: State
+    completion_time: str | None
+    rolled_back_instants: tuple[str, ...]
+    rolled_back_action: str | None
+    total_files_deleted: int | None
+    time_taken_ms: int | None
+    partitions: tuple[str, ...]
+    files: tuple[RollbackFile, ...]
+
+
+def _rollback_files_done(metadata: dict[str, Any]) -> list[RollbackFile]:
+    out = []
+    for partition, info in sorted((metadata.get("partitionMetadata") or {}).items()):
+        partition = info.get("partitionPath", partition)
+        out += [RollbackFile(partition, p, "deleted") for p in info.get("successDeleteFiles") or ()]
+        out += [RollbackFile(partition, p, "delete_failed") for p in info.get("failedDeleteFiles") or ()]
+        out += [RollbackFile(partition, p, "rollback_log", int(n)) for p, n in (info.get("rollbackLogFiles") or {}).items()]
+        out += [
+            RollbackFile(partition, p, "failed_commit_log", int(n))
+            for p, n in (info.get("logFilesFromFailedCommit") or {}).items()
+        ]
+    return out
+
+
+def _rollback_files_planned(plan: dict[str, Any]) -> list[RollbackFile]:
+    out = []
+    for request in plan.get("RollbackRequests") or ():
+        partition = request.get("partitionPath") or ""
+        out += [RollbackFile(partition, p, "to_delete") for p in request.get("filesToBeDeleted") or ()]
+        out += [RollbackFile(partition, p, "to_roll_back", int(n)) for p, n in (request.get("logBlocksToBeDeleted") or {}).items()]
+    return out
+
+
+def rollback_infos(timeline: Timeline) -> list[RollbackInfo]:
+    """Every rollback on the active timeline, oldest first."""
+    out = []
+    for group in timeline.instant_groups():
+        if not any(i.action == Action.ROLLBACK for i in group.by_state.values()):
+            continue
+        latest = group.latest
+        plan = timeline.avro_details(group.requested_time, State.REQUESTED) or {}
+        metadata = timeline.avro_details(group.requested_time, State.COMPLETED) if latest.is_completed else None
+        target = plan.get("instantToRollback") or {}
+        if metadata is not None:
+            instants = tuple(metadata.get("commitsRollback") or ())
+            infos = metadata.get("instantsRollback") or []
+            action = infos[0].get("action") if infos else target.get("action")
+            files = _rollback_files_done(metadata)
+            partitions = tuple(sorted({p.get("partitionPath", k) for k, p in (metadata.get("partitionMetadata") or {}).items()}))
+        else:
+            instants = (target["commitTime"],) if target.get("commitTime") else ()
+            action = target.get("action")
+            files = _rollback_files_planned(plan)
+            partitions = tuple(sorted({f.partition_path for f in files}))
+        out.append(
+            RollbackInfo(
+                instant_time=group.requested_time,
+                state=latest.state,
+                completion_time=latest.completion_time if latest.is_completed else None,
+                rolled_back_instants=instants,
+                rolled_back_action=action,
+                total_files_deleted=metadata.get("totalFilesDeleted") if metadata is not None else None,
+                time_taken_ms=metadata.get("timeTakenInMillis") if metadata is not None else None,
+                partitions=partitions,
+                files=tuple(files),
+            )
+        )
+    return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import getpass
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from . import avro_models
@@ -134,3 +135,52 @@ def restore_to_savepoint(table: HudiTable, savepoint_time: str) -> dict[str, Any
     }
     timeline.complete(inflight, avro_models.write_container("HoodieRestoreMetadata", metadata))
     return metadata
+
+
+# -- reading savepoints --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SavepointInfo:
+    """A savepoint (``HoodieSavepointMetadata``): the commit it pins and the base files kept."""
+
+    instant_time: str  # the savepointed commit's time (the savepoint shares it)
+    state: State
+    completion_time: str | None
+    savepointed_by: str | None
+    savepointed_at: int | None  # seconds since the epoch
+    comments: str | None
+    #: partition -> base file names the savepoint protects
+    files: dict[str, tuple[str, ...]]
+
+
+def savepoint_infos(timeline) -> list[SavepointInfo]:
+    """Every savepoint on the active timeline (pending ones without metadata), oldest first."""
+    latest: dict[str, Instant] = {}
+    for instant in timeline.savepoint_instants:
+        known = latest.get(instant.requested_time)
+        if known is None or instant.state.rank > known.state.rank:
+            latest[instant.requested_time] = instant
+    out = []
+    for time_, instant in sorted(latest.items()):
+        meta: dict[str, Any] = {}
+        data = timeline.read_details(instant) if instant.is_completed else b""
+        if data:
+            source = timeline.storage.uri(timeline.file_of(instant))
+            meta = avro_models.read_container(data, "HoodieSavepointMetadata", source) or {}
+        files = {
+            info.get("partitionPath", partition): tuple(info.get("savepointDataFile") or ())
+            for partition, info in sorted((meta.get("partitionMetadata") or {}).items())
+        }
+        out.append(
+            SavepointInfo(
+                instant_time=time_,
+                state=instant.state,
+                completion_time=instant.completion_time,
+                savepointed_by=meta.get("savepointedBy"),
+                savepointed_at=meta.get("savepointedAt"),
+                comments=meta.get("comments"),
+                files=files,
+            )
+        )
+    return out

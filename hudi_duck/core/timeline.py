@@ -248,12 +248,17 @@ class Timeline:
     # -- derived views --------------------------------------------------------------
     def latest_schema(self, before_or_on: str | None = None) -> str | None:
         """Writer schema of the latest completed write (optionally as of a time)."""
+        found = self.latest_schema_instant(before_or_on)
+        return found[1] if found else None
+
+    def latest_schema_instant(self, before_or_on: str | None = None) -> tuple[Instant, str] | None:
+        """The latest completed write carrying a writer schema, and that schema."""
         for instant in reversed(self.completed_writes):
             if before_or_on is not None and instant.requested_time > before_or_on:
                 continue
             schema = self.commit_metadata(instant).schema
             if schema:
-                return schema
+                return instant, schema
         return None
 
     def replaced_file_groups(self, before_or_on: str | None = None) -> set[tuple[str, str]]:

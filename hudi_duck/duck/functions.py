@@ -17,19 +17,25 @@ from .planner import plan_sql
 PLAN_FUNCTION = "hudi_duck_plan"
 #: The reads' planner: ``hudi_duck_plan``'s arguments plus read options (``strict``).
 READ_FUNCTION = "hudi_duck_read"
-_SQL_FILE = "hudi_functions.sql"
 
 
 def _macro_sql() -> str:
-    """The macro definitions, shipped as ``sql/hudi_functions.sql``."""
+    """The macro definitions: every ``sql/*.sql`` file, in name order (packaged as
+    ``hudi_duck/sql``, or the source tree's ``sql`` folder)."""
+    folders = []
     try:
-        packaged = resources.files("hudi_duck").joinpath("sql", _SQL_FILE)
-        if packaged.is_file():
-            return packaged.read_text()
+        folders.append(resources.files("hudi_duck").joinpath("sql"))
     except (FileNotFoundError, ModuleNotFoundError):
         pass
-    source_tree = Path(__file__).resolve().parents[2] / "sql" / _SQL_FILE
-    return source_tree.read_text()
+    folders.append(Path(__file__).resolve().parents[2] / "sql")
+    for folder in folders:
+        try:
+            files = sorted((f for f in folder.iterdir() if f.name.endswith(".sql") and f.is_file()), key=lambda f: f.name)
+        except (FileNotFoundError, NotADirectoryError, OSError):
+            continue
+        if files:
+            return "\n".join(f.read_text() for f in files)
+    raise HudiError("hudi-duck is installed without its SQL macro files (hudi_duck/sql/*.sql); reinstall the package")
 
 
 class _Planner:
@@ -48,10 +54,8 @@ class _Planner:
         with self.lock:
             if kind in ("snapshot", "read_optimized", "incremental"):
                 return plan_sql(kind, path, first, second, options, values_from_path is not False)
-            if kind == "timeline":
-                return inspection.timeline_sql(path, options)
-            if kind == "file_slices":
-                return inspection.file_slices_sql(path, first, options)
+            if kind in inspection.kinds():
+                return inspection.plan_sql(kind, path, first, values_from_path, options)
         raise HudiError(f"unknown Hudi function kind {kind!r}")
 
     def read(
@@ -85,8 +89,9 @@ def register(
     storage_options: dict[str, Any] | None = None,
     filesystems: list[Any] | None = None,
 ) -> duckdb.DuckDBPyConnection:
-    """Register ``hudi_snapshot``, ``hudi_read_optimized``, ``hudi_incremental``,
-    ``hudi_timeline`` and ``hudi_file_slices`` on ``con``.
+    """Register the ``hudi_*`` table functions on ``con``: the reads (``hudi_snapshot``,
+    ``hudi_read_optimized``, ``hudi_incremental``) and the inspection views
+    (``hudi_timeline``, ``hudi_commits``, ``hudi_log_blocks`` ...; see README).
 
     ``storage_options`` are fsspec options (per protocol, e.g. ``{"s3": {...}}``,
     or flat). ``filesystems`` are fsspec filesystem instances DuckDB should read

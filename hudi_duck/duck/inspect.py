@@ -1,104 +1,102 @@
-"""``hudi_timeline`` and ``hudi_file_slices``: a table's metadata as rows."""
+"""The ``hudi_*`` inspection functions: a view's rows as a cached parquet file DuckDB scans.
+
+A view (``views``) is built as an Arrow table with exact types, written once
+into the cache folder, and the table function becomes ``SELECT * FROM
+read_parquet('<file>')``: thousands of rows cost one file, and DuckDB reads
+lists, maps and timestamps with their types. Files are content-addressed: views
+of the timeline are keyed by the timeline's (and archive's) file names, so a
+repeated query reads nothing but the timeline listing; the log-block dump is
+keyed by the log files' names and sizes; views of the latest file slices by
+their content.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import hashlib
+import logging
+import time
+from typing import Any
 
-from ..core.read_plan import plan_snapshot
+import pyarrow as pa
+
+from ..core.errors import HudiError
 from ..core.table import HudiTable
-from .sql import quote_ident, quote_literal
+from . import cache
+from .sql import quote_literal
+from .views import FILES, LOG_FILES, View, ViewArgs, build_view, get_view, views
+from .views.files import list_log_files, log_files_signature
 
-TIMELINE_COLUMNS = (
-    ("requested_time", "VARCHAR"),
-    ("action", "VARCHAR"),
-    ("state", "VARCHAR"),
-    ("completion_time", "VARCHAR"),
-    ("operation_type", "VARCHAR"),
-    ("file_name", "VARCHAR"),
-)
+log = logging.getLogger("hudi_duck")
 
-FILE_SLICE_COLUMNS = (
-    ("partition_path", "VARCHAR"),
-    ("file_id", "VARCHAR"),
-    ("base_instant_time", "VARCHAR"),
-    ("base_file", "VARCHAR"),
-    ("base_file_size", "BIGINT"),
-    ("log_files", "VARCHAR[]"),
-    ("num_log_files", "INTEGER"),
-    ("total_size", "BIGINT"),
-)
+#: Bump when a view's rows or schema change meaning, so cached files are rebuilt.
+VIEW_FORMAT = 1
 
 
-def _literal(value: Any, sql_type: str) -> str:
-    if value is None:
-        return f"CAST(NULL AS {sql_type})"
-    if sql_type.endswith("[]"):
-        inner = ", ".join(quote_literal(v) for v in value)
-        return f"CAST([{inner}] AS {sql_type})"
-    if sql_type in ("BIGINT", "INTEGER"):
-        return f"CAST({int(value)} AS {sql_type})"
-    return f"CAST({quote_literal(value)} AS {sql_type})"
+def kinds() -> frozenset[str]:
+    """``hudi_duck_plan`` kinds served here (``hudi_<kind>`` in SQL)."""
+    return frozenset(views())
 
 
-def rows_sql(columns: Sequence[tuple[str, str]], rows: list[Sequence[Any]]) -> str:
-    """A SELECT producing ``rows`` with exactly ``columns`` (even when empty)."""
-    if not rows:
-        nulls = ", ".join(f"CAST(NULL AS {t}) AS {quote_ident(n)}" for n, t in columns)
-        return f"SELECT {nulls} WHERE false"
-    selects = []
-    for row in rows:
-        values = ", ".join(
-            f"{_literal(v, t)} AS {quote_ident(n)}" for v, (n, t) in zip(row, columns)
-        )
-        selects.append(f"SELECT {values}")
-    return "\nUNION ALL\n".join(selects)
-
-
-def timeline_rows(table: HudiTable) -> list[tuple]:
+def timeline_signature(table: HudiTable) -> list[str]:
+    """Changes whenever an instant (savepoints included) appears, moves on or vanishes."""
     timeline = table.timeline
-    rows = []
-    for instant in timeline.instants:
-        operation = None
-        if instant.is_completed and instant.action in ("commit", "deltacommit", "replacecommit"):
-            operation = timeline.commit_metadata(instant).operation_type
-        rows.append(
-            (
-                instant.requested_time,
-                instant.action,
-                instant.state.value,
-                instant.completion_time,
-                operation,
-                instant.file_name(timeline.layout_version),
-            )
-        )
-    return rows
+    layout = timeline.layout_version
+    return [i.file_name(layout) for i in timeline.instants] + [i.file_name(layout) for i in timeline.savepoint_instants]
 
 
-def timeline_sql(path: str, options: dict[str, Any]) -> str:
+def archive_signature(table: HudiTable) -> list[tuple[str, int]]:
+    folder = table.config.archive_path
+    try:
+        entries = table.storage.list(folder)
+    except (FileNotFoundError, OSError):
+        return []
+    return sorted((e.path, e.size) for e in entries if not e.is_dir)
+
+
+def _key(view: View, table: HudiTable, args: ViewArgs) -> str | None:
+    """Cache key from what the view's rows depend on; None when only its rows can tell."""
+    parts: list[Any] = [VIEW_FORMAT, view.name, args.time, args.include_archived, table.base_uri]
+    parts += [sorted(table.config.props.items()), view.schema.to_string(), timeline_signature(table)]
+    if args.include_archived:
+        parts.append(archive_signature(table))
+    if view.depends_on == LOG_FILES:
+        parts.append(log_files_signature(list_log_files(table)))
+    elif view.depends_on == FILES:
+        return None
+    return cache.digest("inspect", *parts)
+
+
+def _content_key(view: View, data: pa.Table) -> str:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, data.schema) as writer:
+        writer.write_table(data)
+    return cache.digest("inspect", VIEW_FORMAT, view.name, hashlib.sha1(sink.getvalue().to_pybytes()).hexdigest())
+
+
+def view_file(kind: str, table: HudiTable, args: ViewArgs) -> str:
+    """The cached parquet file holding a view's rows (built on first use)."""
+    view = get_view(kind)
+    args = view.normalized(args, table.base_uri)
+    started = time.perf_counter()
+    key = _key(view, table, args)
+    if key is not None:
+        path = cache.cached_parquet(key, "inspect", lambda: view.build(table, args))
+    else:
+        data = view.build(table, args)
+        path = cache.cached_parquet(_content_key(view, data), "inspect", lambda: data)
+    log.info("hudi_%s %s in %.3fs", kind, table.base_uri, time.perf_counter() - started)
+    return path
+
+
+def plan_sql(kind: str, path: str, time_arg: str | None, include_archived: bool | None, options: dict[str, Any]) -> str:
+    """SQL for ``hudi_<kind>(path, ...)``: a scan of the view's cached parquet file."""
+    if kind not in kinds():
+        raise HudiError(f"unknown Hudi function kind {kind!r}")
     table = HudiTable(path, options)
-    return rows_sql(TIMELINE_COLUMNS, timeline_rows(table))
+    file = view_file(kind, table, ViewArgs(time_arg, bool(include_archived)))
+    return f"SELECT * FROM read_parquet({quote_literal(file)})"
 
 
-def file_slice_rows(table: HudiTable, as_of: str | None) -> list[tuple]:
-    plan = plan_snapshot(table, as_of)
-    rows = []
-    for s in sorted(plan.slices, key=lambda s: (s.partition_path, s.file_id)):
-        base = s.base_file
-        rows.append(
-            (
-                s.partition_path,
-                s.file_id,
-                s.base_instant_time,
-                base.file_name if base else None,
-                base.size if base else None,
-                [log.file_name for log in s.sorted_logs()],
-                len(s.log_files),
-                s.total_size,
-            )
-        )
-    return rows
-
-
-def file_slices_sql(path: str, as_of: str | None, options: dict[str, Any]) -> str:
-    table = HudiTable(path, options)
-    return rows_sql(FILE_SLICE_COLUMNS, file_slice_rows(table, as_of))
+def inspect(table: HudiTable, kind: str, time_arg: str | None = None, include_archived: bool = False) -> pa.Table:
+    """A view's rows as an Arrow table (the Python API; same rows as SQL)."""
+    return build_view(kind, table, ViewArgs(time_arg, include_archived))
