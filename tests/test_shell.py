@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from hudi_duck.shell.cli import UsageError, parse_args
+from hudi_duck.shell.line_editor import HISTORY_LENGTH, LineEditor
 from hudi_duck.shell.statements import is_blank, split_statements
 
 REPO = Path(__file__).resolve().parents[1]
@@ -301,8 +302,13 @@ def test_help_lists_every_registered_hudi_function(env):
 
 def test_open_persists_and_readonly_refuses_writes(env, tmp_path):
     database = tmp_path / "saved.duckdb"
-    created = run_shell(env, stdin=f".open {database}\nCREATE TABLE kept AS SELECT 42 AS answer;\n")
-    assert (created.returncode, created.stderr) == (0, "")
+    created = run_shell(
+        env,
+        stdin=f".open {database}\nCREATE TABLE kept AS SELECT 42 AS answer;\n.open {database}\n.mode csv\n"
+        "SELECT answer, current_database() AS db FROM kept;\n.open /nonexistent/x.duckdb\nSELECT 1 AS still_here;\n",
+    )
+    assert created.stdout == "answer,db\n42,saved\nstill_here\n1\n"
+    assert created.stderr.startswith('Error: IO Error: Cannot open file "/nonexistent/x.duckdb"')
     reopened = run_shell(env, "-csv", "-readonly", str(database), "SELECT answer FROM kept")
     assert reopened.stdout == "answer\n42\n"
     refused = run_shell(env, "-readonly", str(database), "INSERT INTO kept VALUES (1)")
@@ -387,8 +393,8 @@ class Terminal:
 def terminal(env):
     sessions: list[Terminal] = []
 
-    def start(name: str) -> Terminal:
-        command = ["env", f"HOME={env['HOME']}", "LC_ALL=C.UTF-8", sys.executable, "-m", "hudi_duck"]
+    def start(name: str, python_args: tuple[str, ...] = ("-m", "hudi_duck")) -> Terminal:
+        command = ["env", f"HOME={env['HOME']}", "LC_ALL=C.UTF-8", sys.executable, *python_args]
         session = Terminal(name, command, env)
         sessions.append(session)
         return session
@@ -437,9 +443,11 @@ def test_interactive_session_in_a_terminal(terminal, env, trips):
     tty.type_line("SELECT 42 AS answer;")
     tty.wait_text("answer\n42")
 
-    # Ctrl-C at the prompt drops the unfinished statement
+    # Ctrl-C at the prompt drops the unfinished statement and the line being typed
     tty.type_line("SELECT 1,")
     tty.wait_for(lambda s: s.rstrip().endswith("D SELECT 1,\n·"), "the continuation prompt")
+    tty.keys("-l", "2 +")
+    tty.wait_for(lambda s: s.rstrip().endswith("· 2 +"), "the typed line")
     tty.keys("C-c")
     tty.wait_for(tty.at_prompt, "the prompt after Ctrl-C")
     tty.type_line("SELECT 7 AS seven;")
@@ -452,6 +460,41 @@ def test_interactive_session_in_a_terminal(terminal, env, trips):
     history = (Path(env["HOME"]) / ".hudi_duck_history").read_text().splitlines()
     assert f"SELECT rider, fare\\nFROM hudi_snapshot('{trips}')\\nORDER BY rider;" in history
     assert history[-1] == ".quit" and "SELECT 1," not in history
+
+
+def test_prompt_works_without_readline(terminal, env, trips):
+    blocked = "import sys; sys.modules['readline'] = None; from hudi_duck.shell import main; sys.exit(main())"
+    tty = terminal("plain", ("-c", blocked))
+    tty.wait_for(tty.at_prompt, "the prompt")
+    tty.type_line(".mode csv")
+    tty.type_line(f"SELECT rider FROM hudi_snapshot('{trips}')")
+    tty.type_line("WHERE fare > 90;")
+    tty.wait_text("rider\nrider-E")
+    tty.keys("C-d")
+    tty.wait_for(lambda _: tty.exit_status() is not None, "the shell exiting")
+    assert tty.exit_status() == 0
+    assert not (Path(env["HOME"]) / ".hudi_duck_history").exists()
+
+
+def test_history_file_keeps_the_latest_whole_statements(tmp_path):
+    import readline
+
+    readline.clear_history()
+    path = tmp_path / "history"
+    path.write_text("SELECT 'old',\\n  1;\n")  # a stored two-line statement
+    editor = LineEditor.start(path)
+    try:
+        assert readline.get_history_item(1) == "SELECT 'old',\n  1;"
+        for i in range(HISTORY_LENGTH + 5):
+            editor.remember(f"SELECT {i};")
+        editor.remember(f"SELECT {HISTORY_LENGTH + 4};")  # the same as the one before: kept once
+        editor.remember("SELECT 'a\\b',\n  2;")
+        editor.save()
+    finally:
+        readline.clear_history()
+    lines = path.read_text().splitlines()
+    assert len(lines) == HISTORY_LENGTH
+    assert lines[-2:] == [f"SELECT {HISTORY_LENGTH + 4};", "SELECT 'a\\\\b',\\n  2;"]
 
 
 def test_ctrl_d_at_the_prompt_exits(terminal):

@@ -67,7 +67,9 @@ def _count(args: list[str], usage: str) -> int:
 
 
 def _help(shell: "Shell", args: list[str]) -> None:
-    lines = [f"{command.usage:<24} {command.help}" for command in COMMANDS.values() if command.usage]
+    listed = [command for command in COMMANDS.values() if command.usage]
+    width = max(len(command.usage) for command in listed)
+    lines = [f"{command.usage:<{width}}  {command.help}" for command in listed]
     functions = shell.fetch(
         "SELECT DISTINCT function_name, parameters FROM duckdb_functions() "
         "WHERE function_name LIKE 'hudi\\_%' ESCAPE '\\' AND function_name NOT LIKE 'hudi\\_duck\\_%' ESCAPE '\\' "

@@ -60,10 +60,13 @@ def open_database(database: str, read_only: bool = False) -> duckdb.DuckDBPyConn
     con = connect()
     if database in ("", ":memory:"):
         return con
-    alias = quote_ident(Path(database).stem or "db")
     try:
-        con.execute(f"ATTACH {_sql_string(database)} AS {alias}{' (READ_ONLY)' if read_only else ''}")
-        con.execute(f"USE {alias}")
+        taken = {row[0] for row in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
+        alias = Path(database).stem or "db"
+        while alias in taken:  # a file named memory.duckdb, temp.duckdb ...
+            alias += "_db"
+        con.execute(f"ATTACH {_sql_string(database)} AS {quote_ident(alias)}{' (READ_ONLY)' if read_only else ''}")
+        con.execute(f"USE {quote_ident(alias)}")
     except BaseException:
         con.close()
         raise
@@ -328,10 +331,15 @@ class Shell:
         self.out, self.output_path = self.stdout, None
 
     def reopen(self, database: str, read_only: bool = False) -> None:
-        """``.open``: the new database replaces the current one only once it opened."""
-        connection = open_database(database, read_only)
+        """``.open``: close this database, open another; if that fails, go on in memory."""
         self.con.close()
-        self.con, self.database, self.read_only = connection, database, read_only
+        try:
+            self.con = open_database(database, read_only)
+        except BaseException:
+            self.con, database, read_only = open_database(":memory:"), ":memory:", False
+            raise
+        finally:
+            self.database, self.read_only = database, read_only
 
     def close(self) -> None:
         self._close_output()
