@@ -316,6 +316,12 @@ def test_open_persists_and_readonly_refuses_writes(env, tmp_path):
     assert "read-only" in refused.stderr and len(refused.stderr.splitlines()) == 1
 
 
+def test_cmd_runs_before_stdin_and_no_stdin_skips_it(env):
+    assert run_shell(env, "-cmd", ".mode csv", stdin="SELECT 1 AS a;\n").stdout == "a\n1\n"
+    skipped = run_shell(env, "-cmd", ".mode csv", "-no-stdin", stdin="SELECT 1 AS a;\n")
+    assert (skipped.returncode, skipped.stdout, skipped.stderr) == (0, "", "")
+
+
 def test_exit_codes_and_bad_options(env):
     assert run_shell(env, "-c", ".exit 3").returncode == 3
     assert run_shell(env, stdin="SELECT 1;\n.quit\nSELEC;\n").returncode == 0
@@ -386,7 +392,10 @@ class Terminal:
         return int(shown.group(1)) if shown else None
 
     def close(self) -> None:
+        socket = self.tmux("display-message", "-p", "#{socket_path}", check=False).stdout.strip()
         self.tmux("kill-server", check=False)
+        if socket:
+            Path(socket).unlink(missing_ok=True)
 
 
 @pytest.fixture()
