@@ -247,7 +247,10 @@ def _write_plan(rows: Iterable[Row], out: TextIO) -> None:
 # ---- aligned modes: every row first, for the column widths ----------------------------------
 
 
-def _aligned(columns: list[Column], rows: Iterable[Row], options: OutputOptions, escape: Callable[[str], str]):
+def _aligned(
+    columns: list[Column], rows: Iterable[Row], options: OutputOptions, escape: Callable[[str], str]
+) -> tuple[list[str], list[list[str]], list[int]]:
+    """Names, rows and column widths: every row is read first, as the CLI does."""
     names = [escape(c.name) for c in columns]
     table = [[escape(v) for v in _values(row, options)] for row in rows]
     widths = [max([display_width(n), *(display_width(r[i]) for r in table)]) for i, n in enumerate(names)]
