@@ -20,28 +20,28 @@
 -- the log file and the block's offset).
 
 -- Latest snapshot, or the table as of an instant time.
-CREATE OR REPLACE MACRO hudi_snapshot(path, as_of := NULL, extract_partition_values_from_path := true,
+CREATE OR REPLACE TEMP MACRO hudi_snapshot(path, as_of := NULL, extract_partition_values_from_path := true,
                                       strict := false) AS TABLE
     SELECT * FROM query(hudi_duck_read('snapshot', path, CAST(as_of AS VARCHAR), NULL,
                                        CAST(extract_partition_values_from_path AS BOOLEAN), CAST(strict AS BOOLEAN)));
 
 -- Base files only (merge-on-read tables without their logs; no log block is read).
-CREATE OR REPLACE MACRO hudi_read_optimized(path, as_of := NULL, extract_partition_values_from_path := true) AS TABLE
+CREATE OR REPLACE TEMP MACRO hudi_read_optimized(path, as_of := NULL, extract_partition_values_from_path := true) AS TABLE
     SELECT * FROM query(hudi_duck_read('read_optimized', path, CAST(as_of AS VARCHAR), NULL,
                                        CAST(extract_partition_values_from_path AS BOOLEAN), false));
 
 -- Records whose commit falls in (begin_time, end_time]. begin_time '000' (or
 -- '0', or 'earliest') or NULL: from the first commit, archived ones included;
 -- end_time '000': before every commit (an empty window); NULL: the latest.
-CREATE OR REPLACE MACRO hudi_incremental(path, begin_time := NULL, end_time := NULL,
+CREATE OR REPLACE TEMP MACRO hudi_incremental(path, begin_time := NULL, end_time := NULL,
                                          extract_partition_values_from_path := true, strict := false) AS TABLE
     SELECT * FROM query(hudi_duck_read('incremental', path, CAST(begin_time AS VARCHAR), CAST(end_time AS VARCHAR),
                                        CAST(extract_partition_values_from_path AS BOOLEAN), CAST(strict AS BOOLEAN)));
 
 -- One row per instant of the timeline.
-CREATE OR REPLACE MACRO hudi_timeline(path) AS TABLE
+CREATE OR REPLACE TEMP MACRO hudi_timeline(path) AS TABLE
     SELECT * FROM query(hudi_duck_plan('timeline', path, NULL, NULL, true));
 
 -- One row per file slice a snapshot (as of an instant) reads.
-CREATE OR REPLACE MACRO hudi_file_slices(path, as_of := NULL) AS TABLE
+CREATE OR REPLACE TEMP MACRO hudi_file_slices(path, as_of := NULL) AS TABLE
     SELECT * FROM query(hudi_duck_plan('file_slices', path, CAST(as_of AS VARCHAR), NULL, true));

@@ -64,3 +64,19 @@ def test_inspection_functions(fixture_tables):
     assert len(slices) == 3
     sao = next(s for s in slices if s["partition_path"] == "city=sao_paulo")
     assert sao["base_instant_time"] == "20251220210129235" and sao["num_log_files"] == 1
+
+
+def test_functions_live_in_the_connection_not_in_the_database_file(tmp_path, fixture_tables):
+    """The macros are temporary: a database file opened with hudi_duck keeps none of them,
+    and a read-only database file can be queried with them."""
+    import duckdb
+
+    db = str(tmp_path / "user.duckdb")
+    hudi_duck.connect(db).close()
+    plain = duckdb.connect(db)
+    assert plain.sql("SELECT count(*) FROM duckdb_functions() WHERE function_name LIKE 'hudi_%'").fetchall() == [(0,)]
+    plain.close()
+    path = next(iter(fixture_tables.values()))
+    con = hudi_duck.connect(db, read_only=True)
+    assert con.sql(f"SELECT count(*) FROM hudi_timeline('{path}')").fetchall()[0][0] > 0
+    con.close()

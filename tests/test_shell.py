@@ -292,7 +292,11 @@ def test_dot_commands(env, tmp_path):
 
 def test_help_lists_every_registered_hudi_function(env):
     """The list comes from the connection, so functions added to the macros appear without shell changes."""
-    macros = re.findall(r"CREATE OR REPLACE MACRO (hudi_\w+)\(", (REPO / "sql" / "hudi_functions.sql").read_text())
+    macros = [
+        name
+        for sql_file in sorted((REPO / "sql").glob("*.sql"))
+        for name in re.findall(r"CREATE OR REPLACE (?:TEMP )?MACRO (hudi_\w+)\(", sql_file.read_text())
+    ]
     result = run_shell(env, "-c", ".help")
     assert result.returncode == 0
     assert ".mode MODE" in result.stdout and ".read FILE" in result.stdout and ".quit" in result.stdout
