@@ -638,9 +638,6 @@ def _clear_error(exc: BaseException, path: str) -> BaseException:
             return WriteError(f"{path}: write failed, nothing was committed: {message}")
     if isinstance(exc, KeyboardInterrupt):
         return exc
-    cause = preflight.root_cause(text)
-    if cause is None:
-        first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-        cause = f"{type(exc).__name__}: {first}"
+    cause = preflight.describe(exc)
     advice = preflight.advice(cause)
     return WriteError(f"{path}: write failed, nothing was committed: {cause}" + (f"\n{advice}" if advice else ""))

@@ -100,7 +100,11 @@ def problems(found: list[ExecutorPython], driver_python: str, driver_version: st
     lines = []
     for python in found:
         issues = []
-        not_installed = [m for m, e in python.import_errors if _NOT_INSTALLED.match(e)]
+        not_installed = []  # the missing modules themselves (importing hudi_duck may lack pyarrow)
+        for _, error in python.import_errors:
+            match = _NOT_INSTALLED.match(error)
+            if match and match.group(1) not in not_installed:
+                not_installed.append(match.group(1))
         if not_installed:
             issues.append("not installed: " + ", ".join(not_installed))
         issues += [f"import {m} fails: {e}" for m, e in python.import_errors if not _NOT_INSTALLED.match(e)]
@@ -145,8 +149,21 @@ def check_executors(spark, path: str) -> None:
 
 
 def _failure_message(path: str, what: str, exc: BaseException) -> str:
-    cause = root_cause(str(exc)) or f"{type(exc).__name__}: {str(exc).strip()[:300]}"
+    cause = describe(exc)
     return f"{path}: {what}, nothing was written: {cause}\n{advice(cause)}".rstrip()
+
+
+def describe(exc: BaseException) -> str:
+    """The root cause of a failed Spark job in one or a few lines (never Py4J's "An error occurred while calling")."""
+    text = str(exc)
+    cause = root_cause(text)
+    if cause:
+        return cause
+    for line in text.splitlines():
+        line = line.strip().lstrip(":").strip()
+        if line and not line.startswith("An error occurred while calling"):
+            return line if ": " in line else f"{type(exc).__name__}: {line}"
+    return type(exc).__name__
 
 
 def root_cause(text: str) -> str | None:

@@ -206,7 +206,7 @@ def test_executors_without_hudi_duck_are_named(local_jobs):
     message = outcome["error"]
     _assert_clear(message)
     assert local_jobs["pythons"]["bare"] in message
-    assert re.search(r"not installed: hudi_duck, spark_writer\.executor, pyarrow, fastavro, numpy, duckdb, fsspec", message), message
+    assert "not installed: hudi_duck, spark_writer, pyarrow, fastavro, numpy, duckdb, fsspec" in message, message
     assert str(local_jobs["existing"]) in message
 
 

@@ -193,3 +193,38 @@ def test_root_cause_of_spark_errors():
     assert root_cause(lost) == "java.lang.OutOfMemoryError: Java heap space"
     assert advice("java.lang.OutOfMemoryError: Java heap space") == ""
     assert "cannot import mylib" in advice("ModuleNotFoundError: No module named 'mylib'")
+
+
+def test_describe_keeps_the_whole_cause():
+    from spark_writer.preflight import describe
+
+    class Py4JLike(Exception):
+        pass
+
+    text = (
+        "An error occurred while calling o88.collectToPython.\n"
+        ": java.lang.IllegalStateException: Cannot call methods on a stopped SparkContext. This stopped SparkContext "
+        "was created at: org.apache.spark.api.java.JavaSparkContext.<init>(JavaSparkContext.scala:58)\n"
+        "\tat org.apache.spark.SparkContext.assertNotStopped(SparkContext.scala:122)\n"
+    )
+    assert describe(Py4JLike(text)) == text.splitlines()[1][2:]
+    assert describe(Py4JLike("")) == "Py4JLike"
+
+
+def test_probe_findings_name_what_is_wrong():
+    from spark_writer.preflight import ExecutorPython, problems
+
+    missing = "ModuleNotFoundError: No module named 'pyarrow'"
+    no_pyarrow = ExecutorPython("node-1", "/usr/bin/python3", "3.11.2", None, (
+        ("hudi_duck", missing), ("spark_writer.executor", missing), ("pyarrow", missing),
+    ))
+    old = ExecutorPython("node-2", "/opt/env/bin/python", "3.11.7", "0.0.9", ())
+    broken = ExecutorPython("node-3", "/opt/env/bin/python", "3.11.7", None, (("duckdb", "ImportError: libstdc++.so.6: cannot open"),))
+    good = ExecutorPython("node-4", "/opt/env/bin/python", "3.11.9", "0.1.0", ())
+    other = ExecutorPython("node-5", "/opt/py312/bin/python", "3.12.1", "0.1.0", ())
+    assert problems([no_pyarrow, old, broken, good, other], "3.11.7", "0.1.0") == [
+        "/usr/bin/python3 (Python 3.11.2 on node-1): not installed: pyarrow",
+        "/opt/env/bin/python (Python 3.11.7 on node-2): has hudi-duck 0.0.9, the driver 0.1.0",
+        "/opt/env/bin/python (Python 3.11.7 on node-3): import duckdb fails: ImportError: libstdc++.so.6: cannot open",
+        "/opt/py312/bin/python (Python 3.12.1 on node-5): runs Python 3.12.1, the driver 3.11.7",
+    ]
