@@ -93,22 +93,28 @@ def _run_job(tmp_path: Path, master: str, runs: list[dict], conf: dict | None = 
     spec.write_text(json.dumps({"master": master, "conf": conf or {}, "result": str(result), "runs": runs}))
     command = [sys.executable, str(USER_JOB), str(spec)]
     job_env = {**os.environ, **(env or {})}
-    output = _in_terminal(command, job_env) if terminal else _in_pipes(command, job_env)
+    # from the job's own folder: local-mode Python workers start in the driver's working directory and would
+    # import hudi_duck from a checkout there
+    output = _in_terminal(command, job_env, tmp_path) if terminal else _in_pipes(command, job_env, tmp_path)
     assert result.exists(), f"the job wrote no result:\n{output[-5000:]}"
     return json.loads(result.read_text()), output
 
 
-def _in_pipes(command: list[str], env: dict) -> str:
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=JOB_TIMEOUT, stdin=subprocess.DEVNULL)
+def _in_pipes(command: list[str], env: dict, cwd: Path) -> str:
+    done = subprocess.run(
+        command, env=env, cwd=cwd, capture_output=True, text=True, timeout=JOB_TIMEOUT, stdin=subprocess.DEVNULL
+    )
     return done.stdout + done.stderr
 
 
-def _in_terminal(command: list[str], env: dict) -> str:
+def _in_terminal(command: list[str], env: dict, cwd: Path) -> str:
     """Run with stdin/stdout/stderr on a pseudo-terminal, as in an interactive shell."""
     import pty
 
     master_fd, slave_fd = pty.openpty()
-    proc = subprocess.Popen(command, env=env, stdin=slave_fd, stdout=slave_fd, stderr=slave_fd, start_new_session=True)
+    proc = subprocess.Popen(
+        command, env=env, cwd=cwd, stdin=slave_fd, stdout=slave_fd, stderr=slave_fd, start_new_session=True
+    )
     os.close(slave_fd)
     chunks: list[bytes] = []
     deadline = time.monotonic() + JOB_TIMEOUT
