@@ -15,8 +15,9 @@ executors, only write statistics reach the driver.
 from .api import write
 from .client import WriteResult
 from .config import parse_options
+from .preflight import ExecutorEnvironmentError
 
-__all__ = ["write", "WriteResult", "parse_options"]
+__all__ = ["write", "WriteResult", "parse_options", "ExecutorEnvironmentError"]
 
 from .services import (  # noqa: E402
     archive,

@@ -48,7 +48,7 @@ from hudi_duck.core.table import HudiTable
 from hudi_duck.core.table_config import PROPERTIES_FILE, Keys, TableConfig
 from hudi_duck.core.write_handles import DELETE_FLAG, WriteContext
 
-from . import executor, index, partitioner, prepare
+from . import executor, index, partitioner, preflight, prepare
 from .config import OVERWRITE_PAYLOAD, WriteConfig, parse_options
 
 log = logging.getLogger("spark_writer")
@@ -246,6 +246,7 @@ class WriteClient:
             raise WriteError(f"mode must be 'append' or 'overwrite', not {mode!r}")
         if not isinstance(df, DataFrame):
             raise WriteError("write() needs a pyspark.sql.DataFrame")
+        preflight.check_executors(self.spark, self.path)
         exists = self.table_exists()
         if exists:
             table = self.open_table()
@@ -275,6 +276,7 @@ class WriteClient:
             table = self.open_table()
         rolled_back = rollbacks.rollback_failed_writes(table.storage, table.config, table.timeline)
         if rolled_back:
+            log.info("rolled back writes a previous writer left pending: %s", ", ".join(rolled_back))
             table = self.open_table()
         action = Action.REPLACE_COMMIT if operation in REPLACE_OPERATIONS else (
             Action.DELTA_COMMIT if table.config.is_mor else Action.COMMIT
@@ -282,6 +284,7 @@ class WriteClient:
         timeline = table.timeline
         instant_time = new_instant_time(table.config.timeline_timezone_utc, after=timeline.last_instant_time)
         requested = timeline.create_requested(instant_time, action, self._requested_content(action, operation))
+        log.info("%s %s: started a %s on %s", operation, instant_time, action, self.path)
         inflight_box: list = []
 
         def to_inflight(profile: CommitMetadata) -> None:
@@ -290,6 +293,7 @@ class WriteClient:
         try:
             stats, replaced = self._execute(df, table, cfg, operation, instant_time, avro_schema, to_inflight)
             (inflight,) = inflight_box
+            log.info("%s %s: committing %d files ...", operation, instant_time, len(stats))
             self._reconcile_markers(table, instant_time, stats)
             metadata = CommitMetadata(
                 partition_to_write_stats=_group_stats(stats),
@@ -403,6 +407,8 @@ class WriteClient:
         }[operation]
         if combine:
             records = prepare.precombine(records, cfg, cfg.is_global_index)
+        phase = time.perf_counter()
+        log.info("%s %s: locating records (%s index) ...", operation, instant_time, cfg.index_type)
         partitions = [r[0] for r in records.select(PARTITION_PATH).distinct().collect()]
         replaced: dict[str, list[str]] = {}
         if operation in ("insert_overwrite", "insert_overwrite_table"):
@@ -428,8 +434,6 @@ class WriteClient:
             small = cfg.index_type != "BUCKET"
         tagged = tagged.persist()
         try:
-            phase = time.perf_counter()
-            log.info("%s %s: locating records (%s index) ...", operation, instant_time, cfg.index_type)
             counts = [
                 (r[0], r[1], r[2], int(r[3]), int(r[4]))
                 for r in tagged.groupBy(PARTITION_PATH, index.FILE_ID, index.PREV_COMMIT)
@@ -540,8 +544,11 @@ class WriteClient:
             records = records.repartition(parallelism)
         if mode == "PARTITION_SORT":
             records = records.sortWithinPartitions(PARTITION_PATH, RECORD_KEY)
+        phase = time.perf_counter()
         out = records.mapInArrow(executor.bulk_insert_fn(ctx, make_keys), executor.STATS_SCHEMA)
-        return [json.loads(r[0]) for r in out.collect()]
+        stats = [json.loads(r[0]) for r in out.collect()]
+        log.info("bulk_insert %s: wrote %d files in %.1fs", ctx.instant_time, len(stats), time.perf_counter() - phase)
+        return stats
 
     def _file_groups_to_replace(self, table: HudiTable, partitions: list[str] | None) -> dict[str, list[str]]:
         view = table.file_system_view
@@ -621,7 +628,7 @@ def _profile_from_counts(counts, plan, operation: str) -> CommitMetadata:
 
 
 def _clear_error(exc: BaseException, path: str) -> BaseException:
-    """Turn an executor traceback into the one-line error the user needs."""
+    """Turn an executor traceback into the few lines the user needs: the worker's own exception, and what to do."""
     if isinstance(exc, HudiError):
         return exc
     text = str(exc)
@@ -631,4 +638,6 @@ def _clear_error(exc: BaseException, path: str) -> BaseException:
             return WriteError(f"{path}: write failed, nothing was committed: {message}")
     if isinstance(exc, KeyboardInterrupt):
         return exc
-    return WriteError(f"{path}: write failed, nothing was committed: {type(exc).__name__}: {text.splitlines()[0] if text else ''}")
+    cause = preflight.describe(exc)
+    advice = preflight.advice(cause)
+    return WriteError(f"{path}: write failed, nothing was committed: {cause}" + (f"\n{advice}" if advice else ""))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
@@ -20,6 +21,7 @@ from hudi_duck.core.merge import MergeMode
 from hudi_duck.core.table import HudiTable
 from hudi_duck.core.write_handles import WriteContext
 
+from . import preflight
 from .config import WriteConfig, parse_options
 from .executor import STATS_SCHEMA, _stats_batch, task_info
 
@@ -138,12 +140,15 @@ def _execute_compaction(spark, path, options, instant_time, storage_options) -> 
     cfg = _config(table, options)
     plan = compaction.read_plan(table, instant_time)
     ops = plan.get("operations") or []
+    preflight.check_executors(spark, path)
+    log.info("compaction %s: compacting %d file groups of %s ...", instant_time, len(ops), path)
+    started = time.perf_counter()
     inflight = compaction.start_compaction(table, instant_time)
     ctx = _context(table, cfg, instant_time, storage_options)
     frame = spark.createDataFrame([(json.dumps(op),) for op in ops], "op string").repartition(max(1, len(ops)))
     stats = [json.loads(r[0]) for r in frame.mapInArrow(_compaction_fn(path, storage_options, ctx, instant_time), STATS_SCHEMA).collect()]
     compaction.commit_compaction(table, inflight, stats, table.avro_schema)
-    log.info("compaction %s on %s: %d file groups", instant_time, path, len(stats))
+    log.info("compaction %s: committed %d files in %.1fs", instant_time, len(stats), time.perf_counter() - started)
 
 
 # -- clustering -----------------------------------------------------------------------------
@@ -197,12 +202,16 @@ def _execute_clustering(spark, path, cfg, instant_time, storage_options, setting
     params = (plan["clusteringPlan"].get("strategy") or {}).get("strategyParams") or {}
     sort = params.get("hoodie.clustering.plan.strategy.sort.columns")
     sort_columns = [c for c in sort.split(",") if c] if sort else None
+    preflight.check_executors(spark, path)
+    log.info("clustering %s: rewriting %d file groups of %s ...", instant_time, len(groups), path)
+    started = time.perf_counter()
     inflight = clustering.start_clustering(table, instant_time)
     ctx = _context(table, cfg, instant_time, storage_options)
     ctx.max_file_size = int(params.get("hoodie.clustering.plan.strategy.target.file.max.bytes", settings.target_file_max_bytes))
     frame = spark.createDataFrame([(json.dumps(g),) for g in groups], "g string").repartition(max(1, len(groups)))
     stats = [json.loads(r[0]) for r in frame.mapInArrow(_clustering_fn(path, storage_options, ctx, instant_time, sort_columns), STATS_SCHEMA).collect()]
     clustering.commit_clustering(table, inflight, plan, stats, table.avro_schema)
+    log.info("clustering %s: committed %d files in %.1fs", instant_time, len(stats), time.perf_counter() - started)
 
 
 # -- cleaning, archival ---------------------------------------------------------------------------
@@ -218,6 +227,7 @@ def clean_table(spark, path: str, options: Mapping[str, Any] | None = None, stor
     requested = clean.schedule_clean(table, _clean_settings(cfg), _new_time(table))
     if requested is None:
         return None
+    log.info("clean %s: deleting old file versions ...", requested.requested_time)
     clean.execute_clean(table, requested)
     return requested.requested_time
 
@@ -368,5 +378,6 @@ def run_inline_services(spark, path: str, cfg: WriteConfig, storage_options: dic
     if cfg["hoodie.archive.automatic"]:
         archived = archive(path, cfg.raw, storage_options)
         if archived:
+            log.info("archived %d instants of %s", len(archived), path)
             ran.append(f"archive {len(archived)} instants")
     return ran

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
 import subprocess
 import sys
+import time
 
 from hudi_duck.core.errors import HudiError
+
+log = logging.getLogger("spark_writer")
 
 
 def java_version() -> int:
@@ -42,27 +46,53 @@ def check_java() -> None:
         raise HudiError(f"Spark needs Java 17 or newer; found Java {major}. Point JAVA_HOME at a newer JDK.")
 
 
-def local_session(app_name: str = "hudi-duck", cores: str = "*", shuffle_partitions: int = 4):
+def console_progress() -> bool:
+    """Spark's console progress bar only for people watching: stderr is a terminal (not CI, not a log file)."""
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stderr
+        return False
+
+
+def local_session_config(
+    app_name: str = "hudi-duck", cores: str = "*", shuffle_partitions: int = 4, progress: bool | None = None
+) -> dict[str, str]:
+    """The Spark settings of :func:`local_session`; ``progress=None`` shows the bar when stderr is a terminal."""
+    show = console_progress() if progress is None else progress
+    return {
+        "spark.master": f"local[{cores}]",
+        "spark.app.name": app_name,
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.default.parallelism": str(shuffle_partitions),
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "true" if show else "false",
+        "spark.driver.memory": os.environ.get("HUDI_DUCK_SPARK_DRIVER_MEMORY", "3g"),
+    }
+
+
+def local_session(
+    app_name: str = "hudi-duck", cores: str = "*", shuffle_partitions: int = 4, progress: bool | None = None
+):
     """A small local[*] Spark session with Arrow enabled.
 
     Python workers run the driver's own interpreter, so that the packages of this
     environment (pyarrow, fastavro, hudi_duck) are importable on executors too.
+    PySpark takes the workers' Python from ``PYSPARK_PYTHON`` when the session starts.
     """
     check_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    return (
-        SparkSession.builder.master(f"local[{cores}]")
-        .appName(app_name)
-        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-        .config("spark.default.parallelism", str(shuffle_partitions))
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", os.environ.get("HUDI_DUCK_SPARK_DRIVER_MEMORY", "3g"))
-        .getOrCreate()
-    )
+    settings = local_session_config(app_name, cores, shuffle_partitions, progress)
+    settings["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"]
+    log.info("starting Spark (%s) ...", settings["spark.master"])
+    started = time.perf_counter()
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    log.info("Spark %s ready in %.1fs", spark.version, time.perf_counter() - started)
+    return spark

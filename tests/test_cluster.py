@@ -1,0 +1,341 @@
+"""Writes from a user's own Spark session whose executors run another Python.
+
+Each job runs in a subprocess (``tests/user_job.py``): PySpark takes the executors' Python
+from PYSPARK_PYTHON when a SparkContext starts. Broken executor Pythons must fail with the
+cause and the fix in a few lines and leave the table as it was; the README's recipes
+("Running on a cluster") must write tables hudi_duck reads: an installed virtualenv on a
+local master, and a packed virtualenv shipped with ``spark.archives`` to a standalone cluster
+(a master and a worker as separate processes on loopback).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+USER_JOB = Path(__file__).resolve().parent / "user_job.py"
+JOB_TIMEOUT = 420
+
+
+def _python_version(executable: str) -> tuple[int, int] | None:
+    try:
+        out = subprocess.run([executable, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    parts = out.stdout.split()
+    return (int(parts[0]), int(parts[1])) if out.returncode == 0 and len(parts) == 2 else None
+
+
+def other_python() -> str:
+    """A Python 3 of another minor version than this one (pyenv's or the system's)."""
+    pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    candidates = sorted(glob.glob(os.path.join(pyenv_root, "versions", "3.*", "bin", "python3")))
+    candidates += sorted(glob.glob("/usr/bin/python3.*[0-9]")) + sorted(glob.glob("/usr/local/bin/python3.*[0-9]"))
+    for candidate in candidates:
+        version = _python_version(candidate)
+        if version and version[0] == 3 and version[1] >= 9 and version != sys.version_info[:2]:
+            return candidate
+    raise AssertionError(
+        f"this test needs a Python 3.9+ of another minor version than {sys.version_info[:2]} "
+        f"(looked at {candidates}); install one, e.g. with pyenv"
+    )
+
+
+@pytest.fixture(scope="session")
+def executor_env(tmp_path_factory) -> Path:
+    """A virtualenv with hudi-duck installed (not editable) and nothing else: what the README tells users to build."""
+    env = tmp_path_factory.mktemp("executor") / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(env / "bin" / "python"), "install", "-q", str(REPO_ROOT)],
+        check=True,
+        timeout=600,
+    )
+    return env
+
+
+@pytest.fixture(scope="session")
+def executor_archive(executor_env) -> Path:
+    """The executor virtualenv packed with venv-pack, as shipped with ``spark.archives``."""
+    import venv_pack
+
+    archive = executor_env.parent / "executor-env.tar.gz"
+    venv_pack.pack(prefix=str(executor_env), output=str(archive), compress_level=1)
+    return archive
+
+
+def _table_files(path: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(path)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(path.rglob("*"))
+        if p.is_file() and ".crc" not in p.name
+    }
+
+
+def _run_job(tmp_path: Path, master: str, runs: list[dict], conf: dict | None = None, env: dict | None = None,
+             terminal: bool = False) -> tuple[list[dict], str]:
+    """Run ``user_job.py``; returns each run's outcome and what the job printed."""
+    spec = tmp_path / f"spec-{len(list(tmp_path.glob('spec-*')))}.json"
+    result = spec.with_suffix(".result.json")
+    spec.write_text(json.dumps({"master": master, "conf": conf or {}, "result": str(result), "runs": runs}))
+    command = [sys.executable, str(USER_JOB), str(spec)]
+    job_env = {**os.environ, **(env or {})}
+    # from the job's own folder: local-mode Python workers start in the driver's working directory and would
+    # import hudi_duck from a checkout there
+    output = _in_terminal(command, job_env, tmp_path) if terminal else _in_pipes(command, job_env, tmp_path)
+    assert result.exists(), f"the job wrote no result:\n{output[-5000:]}"
+    return json.loads(result.read_text()), output
+
+
+def _in_pipes(command: list[str], env: dict, cwd: Path) -> str:
+    done = subprocess.run(
+        command, env=env, cwd=cwd, capture_output=True, text=True, timeout=JOB_TIMEOUT, stdin=subprocess.DEVNULL
+    )
+    return done.stdout + done.stderr
+
+
+def _in_terminal(command: list[str], env: dict, cwd: Path) -> str:
+    """Run with stdin/stdout/stderr on a pseudo-terminal, as in an interactive shell."""
+    import pty
+
+    master_fd, slave_fd = pty.openpty()
+    proc = subprocess.Popen(
+        command, env=env, cwd=cwd, stdin=slave_fd, stdout=slave_fd, stderr=slave_fd, start_new_session=True
+    )
+    os.close(slave_fd)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + JOB_TIMEOUT
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master_fd], [], [], 0.5)
+            if ready:
+                try:
+                    data = os.read(master_fd, 65536)
+                except OSError:  # EIO: every process holding the terminal is gone
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            elif proc.poll() is not None:
+                break
+        else:
+            raise AssertionError("the job did not finish in time")
+        proc.wait(timeout=60)
+    finally:
+        _stop(proc)
+        os.close(master_fd)
+    return b"".join(chunks).decode(errors="replace")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """End a process we started and its children (its own session)."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=20)
+    else:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # children left in its session (a JVM)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+@pytest.fixture(scope="module")
+def local_jobs(tmp_path_factory, small_spark, executor_env):
+    """One job with a local master, four executor Pythons: three broken, one the README's installed env."""
+    import spark_writer
+    from hudi_duck.demo import COLUMNS, OPTIONS, TRIPS
+
+    root = tmp_path_factory.mktemp("local-jobs")
+    existing = root / "existing"
+    spark_writer.write(small_spark.createDataFrame(TRIPS, COLUMNS), str(existing), OPTIONS)
+    before = _table_files(existing)
+    bare = root / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
+    pythons = {
+        "bare": str(bare / "bin" / "python"),
+        "missing": str(root / "no-such-env" / "bin" / "python"),
+        "other-version": other_python(),
+    }
+    runs = [{"name": name, "pyspark_python": python, "table": str(existing), "rows": "update"} for name, python in pythons.items()]
+    runs.append({"name": "installed", "pyspark_python": str(executor_env / "bin" / "python"), "table": str(root / "new"), "rows": "trips"})
+    # local_session with output to a pipe (CI, log files): no progress bar
+    runs.append({"name": "local-session", "pyspark_python": sys.executable, "table": str(root / "piped"), "rows": "update",
+                 "local_session": True, "slow_stage": True})
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",  # (Spark 4 shows it by default, terminal or not)
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+    }
+    outcomes, output = _run_job(root, "local[2]", runs, conf)
+    return {
+        "outcomes": {o["name"]: o for o in outcomes},
+        "output": output,
+        "pythons": pythons,
+        "existing": existing,
+        "before": before,
+        "new": root / "new",
+        "executor_env": executor_env,
+    }
+
+
+def _assert_clear(message: str) -> None:
+    assert "Traceback" not in message and "\tat " not in message, message
+    assert len(message.splitlines()) <= 4 and len(message) < 1200, message
+    assert "nothing was written" in message, message
+    assert "Running on a cluster" in message, message
+
+
+def test_executors_without_hudi_duck_are_named(local_jobs):
+    outcome = local_jobs["outcomes"]["bare"]
+    assert not outcome["ok"] and outcome["error_type"] == "ExecutorEnvironmentError", outcome
+    message = outcome["error"]
+    _assert_clear(message)
+    assert local_jobs["pythons"]["bare"] in message
+    assert "not installed: hudi_duck, spark_writer, pyarrow, fastavro, numpy, duckdb, fsspec" in message, message
+    assert str(local_jobs["existing"]) in message
+
+
+def test_missing_executor_python_is_named(local_jobs):
+    outcome = local_jobs["outcomes"]["missing"]
+    assert not outcome["ok"] and outcome["error_type"] == "ExecutorEnvironmentError", outcome
+    message = outcome["error"]
+    _assert_clear(message)
+    assert f'Cannot run program "{local_jobs["pythons"]["missing"]}"' in message, message
+    assert "does not exist where the executors run" in message, message
+
+
+def test_other_python_version_is_named(local_jobs):
+    outcome = local_jobs["outcomes"]["other-version"]
+    assert not outcome["ok"] and outcome["error_type"] == "ExecutorEnvironmentError", outcome
+    message = outcome["error"]
+    _assert_clear(message)
+    assert "PYTHON_VERSION_MISMATCH" in message, message
+    assert f"must run Python {sys.version_info[0]}.{sys.version_info[1]} like the driver" in message, message
+
+
+def test_failed_preflight_leaves_the_table_unchanged(local_jobs, con):
+    assert _table_files(local_jobs["existing"]) == local_jobs["before"]
+    rows = con.sql(f"SELECT count(*), sum(fare) FROM hudi_snapshot('{local_jobs['existing']}')").fetchall()[0]
+    assert rows[0] == 8
+
+
+def test_installed_executor_env_writes(local_jobs, con):
+    """README recipe: hudi-duck installed in the executors' Python, PYSPARK_PYTHON pointing at it."""
+    outcome = local_jobs["outcomes"]["installed"]
+    assert outcome["ok"], outcome
+    assert len(outcome["instants"]) == 2
+    fares = dict(con.sql(f"SELECT rider, fare FROM hudi_snapshot('{local_jobs['new']}')").fetchall())
+    assert len(fares) == 8 and fares["rider-A"] == 99.0
+    assert f"executors ready: {local_jobs['executor_env'] / 'bin' / 'python'} (Python" in local_jobs["output"]
+
+
+def test_no_progress_bar_without_a_terminal(local_jobs):
+    assert local_jobs["outcomes"]["local-session"]["ok"], local_jobs["outcomes"]["local-session"]
+    assert "locating records" in local_jobs["output"]  # the phases, though
+    assert "[Stage " not in local_jobs["output"], local_jobs["output"][-3000:]
+
+
+def test_console_progress_and_phases_in_a_terminal(tmp_path, con):
+    """Interactive runs show Spark's progress bar and the writer's phases as they happen."""
+    runs = [{"name": "terminal", "pyspark_python": sys.executable, "table": str(tmp_path / "t"), "rows": "update",
+             "local_session": True, "slow_stage": True}]
+    outcomes, output = _run_job(tmp_path, "local[2]", runs, terminal=True)
+    assert outcomes[0]["ok"], outcomes
+    assert "[Stage " in output, output[-3000:]
+    for phase in ("starting Spark", "checking the executors' Python", "locating records", "writing files", "committing"):
+        assert phase in output, (phase, output[-3000:])
+    assert con.sql(f"SELECT count(*) FROM hudi_snapshot('{tmp_path / 't'}')").fetchall()[0][0] == 1
+
+
+# -- standalone cluster ------------------------------------------------------------------------------------------
+
+
+def _spark_class(spark_home: Path, cls: str, args: list[str], log: Path, env: dict) -> subprocess.Popen:
+    with open(log, "wb") as out:
+        return subprocess.Popen(
+            [str(spark_home / "bin" / "spark-class"), cls, *args],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+        )
+
+
+def _wait_for(log: Path, pattern: str, proc: subprocess.Popen, timeout: float = 120) -> re.Match:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = log.read_text(errors="replace") if log.exists() else ""
+        match = re.search(pattern, text)
+        if match:
+            return match
+        if proc.poll() is not None:
+            break
+        time.sleep(0.5)
+    raise AssertionError(f"{pattern!r} not in {log}:\n{log.read_text(errors='replace')[-3000:] if log.exists() else ''}")
+
+
+@pytest.fixture()
+def standalone_cluster(tmp_path):
+    """A Spark standalone master and one worker, separate processes on loopback; stopped afterwards."""
+    spark_home = Path(pyspark.__file__).resolve().parent
+    env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
+    env.pop("PYSPARK_PYTHON", None)
+    started: list[subprocess.Popen] = []
+    try:
+        master = _spark_class(
+            spark_home, "org.apache.spark.deploy.master.Master",
+            ["--host", "127.0.0.1", "--port", "0", "--webui-port", "0"], tmp_path / "master.log", env,
+        )
+        started.append(master)
+        url = _wait_for(tmp_path / "master.log", r"Starting Spark master at (spark://127\.0\.0\.1:\d+)", master).group(1)
+        worker = _spark_class(
+            spark_home, "org.apache.spark.deploy.worker.Worker",
+            [url, "--host", "127.0.0.1", "--cores", "2", "--memory", "2g", "--webui-port", "0",
+             "--work-dir", str(tmp_path / "work")],
+            tmp_path / "worker.log", env,
+        )
+        started.append(worker)
+        _wait_for(tmp_path / "worker.log", r"Successfully registered with master", worker)
+        yield url
+    finally:
+        for proc in reversed(started):
+            _stop(proc)
+
+
+def test_standalone_cluster_with_packed_env(standalone_cluster, executor_archive, tmp_path, con):
+    """README recipe: a venv-pack archive shipped with spark.archives, PYSPARK_PYTHON=./environment/bin/python."""
+    table = tmp_path / "trips"
+    conf = {
+        "spark.archives": f"{executor_archive}#environment",
+        "spark.executor.memory": "1g",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2",
+    }
+    runs = [{"name": "standalone", "pyspark_python": "./environment/bin/python", "table": str(table), "rows": "trips"}]
+    outcomes, output = _run_job(tmp_path, standalone_cluster, runs, conf, env={"SPARK_LOCAL_IP": "127.0.0.1"})
+    assert outcomes[0]["ok"], (outcomes, output[-5000:])
+    assert re.search(r"executors ready: \S*/work/app-[^/]+/\d+/environment/bin/python \(Python", output), output[-3000:]
+    fares = dict(con.sql(f"SELECT rider, fare FROM hudi_snapshot('{table}')").fetchall())
+    assert len(fares) == 8 and fares["rider-A"] == 99.0
+    executors = list((tmp_path / "work").glob("app-*/*/environment/bin/python"))
+    assert executors, "the worker did not unpack the shipped environment"
