@@ -13,8 +13,8 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as T
 
-from hudi_duck.core.schema import PARTITION_PATH
-from hudi_duck.core.write_handles import TaskInfo, WriteContext, append_log, create_files, merge_file
+from hudi_duck.core.schema.avro_arrow import PARTITION_PATH
+from hudi_duck.core.write.handles import TaskInfo, WriteContext, append_log, create_files, merge_file
 
 from .partitioner import APPEND, CREATE, MERGE, Bucket
 
@@ -45,7 +45,7 @@ def _drop_internal(table: pa.Table) -> pa.Table:
 def run_bucket(ctx: WriteContext, bucket: Bucket, rows: pa.Table, task: TaskInfo) -> list[dict]:
     records = _drop_internal(rows)
     if bucket.kind == CREATE:
-        from hudi_duck.core.write_handles import DELETE_FLAG
+        from hudi_duck.core.write.handles import DELETE_FLAG
         import pyarrow.compute as pc
 
         if DELETE_FLAG in records.column_names:

@@ -15,8 +15,9 @@ from fixtures import fixture_id, fixture_zips
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hudi_duck.core.config.table_config import Keys, TableConfig, parse_properties
 from hudi_duck.core.errors import InvalidTableConfigError, KeyGeneratorError
-from hudi_duck.core.keygen import (
+from hudi_duck.core.keygen.generators import (
     DEFAULT_PARTITION_PATH,
     ComplexKeyGenerator,
     CustomKeyGenerator,
@@ -42,7 +43,6 @@ from hudi_duck.core.keygen import (
     key_generator_from_write_options,
     unescape_path_name,
 )
-from hudi_duck.core.table_config import Keys, TableConfig, parse_properties
 
 FIXTURE_IDS = [fixture_id(z) for z in fixture_zips()]
 RK = WriteOptions.RECORDKEY_FIELD

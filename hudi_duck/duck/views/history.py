@@ -9,7 +9,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 
 from ...core.errors import SchemaError
-from ...core.schema import (
+from ...core.schema.avro_arrow import (
     META_FIELDS,
     avro_to_arrow,
     parse_avro_schema,
@@ -17,7 +17,7 @@ from ...core.schema import (
     schema_fingerprint,
     without_meta_fields,
 )
-from ...core.table import HudiTable
+from ...core.table.table import HudiTable
 from . import BIGINT, BOOL, INT, STRING, STRINGS, View, ViewArgs, schema
 from .timeline import write_instants
 

@@ -1,0 +1,1 @@
+"""HFile, the format of HFile log blocks and metadata-table files."""

@@ -1,0 +1,1 @@
+"""File system access (local and fsspec) under a table's base path."""
