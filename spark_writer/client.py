@@ -32,7 +32,7 @@ from hudi_duck.core.services import compaction
 from hudi_duck.core.timeline.commit_metadata import CommitMetadata, new_write_stat
 from hudi_duck.core.errors import HudiError, KeyGeneratorError, SchemaError, WriteError
 from hudi_duck.core.timeline.instant import Action, new_instant_time
-from hudi_duck.core.keygen.generators import key_generator_from_write_options
+from hudi_duck.core.keygen import key_generator_from_write_options
 from hudi_duck.core.write.markers import delete_markers, list_markers
 from hudi_duck.core.merge.rules import MergeMode
 from hudi_duck.core.schema.avro_arrow import (

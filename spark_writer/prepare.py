@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from hudi_duck.core.keygen.generators import key_generator_from_write_options
+from hudi_duck.core.keygen import key_generator_from_write_options
 from hudi_duck.core.schema.avro_arrow import (
     IS_DELETED,
     META_FIELDS,

@@ -47,7 +47,7 @@ class HudiTable:
 
     @cached_property
     def key_generator(self):
-        from ..keygen.generators import key_generator_from_table_config
+        from ..keygen import key_generator_from_table_config
 
         return key_generator_from_table_config(self.config)
 

@@ -107,7 +107,7 @@ class WriteContext:
         if not self.virtual_key_table:
             return None
         from ..config.table_config import TableConfig
-        from ..keygen.generators import key_generator_from_table_config
+        from ..keygen import key_generator_from_table_config
 
         return key_generator_from_table_config(TableConfig(props=dict(self.virtual_key_table)))
 
