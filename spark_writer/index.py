@@ -24,7 +24,7 @@ from pyspark.sql import types as T
 
 from hudi_duck.core.file_group.base_file import read_base_file_footer
 from hudi_duck.core.index import bucket as bucket_index
-from hudi_duck.core.schema.avro_arrow import PARTITION_PATH, RECORD_KEY
+from hudi_duck.core.schema.meta_fields import PARTITION_PATH, RECORD_KEY
 from hudi_duck.core.storage.storage import Storage
 from hudi_duck.core.table.table import HudiTable
 from hudi_duck.core.write.handles import DELETE_FLAG, HARD_DELETE_FLAG
@@ -263,7 +263,7 @@ def _existing_records(spark, table: HudiTable, groups: list[tuple[str, str]], sc
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from hudi_duck.core.file_group.reader import read_slice
-        from hudi_duck.core.schema.avro_arrow import align_to_schema
+        from hudi_duck.core.schema.evolution import align_to_schema
         from hudi_duck.core.table.read_plan import plan_snapshot
 
         current = HudiTable(base_uri, storage_options)

@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from hudi_duck.core.keygen import key_generator_from_write_options
-from hudi_duck.core.schema.avro_arrow import (
+from hudi_duck.core.schema.meta_fields import (
     IS_DELETED,
     META_FIELDS,
     PARTITION_PATH,

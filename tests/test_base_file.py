@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-
 from fixtures import fixture_id, fixture_zips
-from hudi_duck.core.index import bloom
+
+from hudi_duck.core.errors import WriteError
 from hudi_duck.core.file_group.base_file import (
     avro_schema_with_meta_fields,
     dictionary_columns,
@@ -25,9 +25,9 @@ from hudi_duck.core.file_group.base_file import (
     read_base_file_footer,
     write_base_file,
 )
-from hudi_duck.core.errors import WriteError
 from hudi_duck.core.file_group.naming import base_file_name, parse_base_file
-from hudi_duck.core.schema.avro_arrow import META_FIELDS
+from hudi_duck.core.index import bloom
+from hudi_duck.core.schema.meta_fields import META_FIELDS
 from hudi_duck.core.storage.storage import Storage
 
 FIXTURE_IDS = [fixture_id(z) for z in fixture_zips()]

@@ -27,7 +27,8 @@ import pyarrow as pa
 
 from ..core.file_group.file_slice import FileSlice
 from ..core.file_group.reader import corrupt_blocks, merge_slice_logs
-from ..core.schema.avro_arrow import COMMIT_TIME, avro_to_arrow, without_meta_fields
+from ..core.schema.avro_arrow import avro_to_arrow
+from ..core.schema.meta_fields import COMMIT_TIME, without_meta_fields
 from ..core.table.read_plan import QueryType, ReadPlan
 from . import cache, lazy, progress
 

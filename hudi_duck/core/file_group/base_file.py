@@ -58,15 +58,14 @@ import pyarrow.parquet as pq
 
 from ..errors import SchemaError, WriteError
 from ..index import bloom as _bloom
-from ..schema.avro_arrow import (
+from ..schema.avro_arrow import avro_to_arrow, parse_avro_schema
+from ..schema.evolution import align_to_schema
+from ..schema.meta_fields import (
     COMMIT_SEQNO,
     COMMIT_TIME,
     META_FIELDS,
     OPERATION,
     RECORD_KEY,
-    align_to_schema,
-    avro_to_arrow,
-    parse_avro_schema,
 )
 from ..storage.storage import Storage
 from .naming import parse_base_file

@@ -21,7 +21,8 @@ import pyarrow.parquet as pq
 
 from ..avro import models as avro_models
 from ..errors import CorruptFileError, UnsupportedFeatureError
-from ..schema.avro_arrow import align_to_schema, avro_to_arrow
+from ..schema.avro_arrow import avro_to_arrow
+from ..schema.evolution import align_to_schema
 from .log_format import BlockType, LogBlock
 
 DATA_BLOCK_VERSION = 3

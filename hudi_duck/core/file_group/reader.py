@@ -25,7 +25,8 @@ from ..merge.rules import (
     ordering_of,
     ordering_of_delete,
 )
-from ..schema.avro_arrow import IS_DELETED, OPERATION, RECORD_KEY, align_to_schema
+from ..schema.evolution import align_to_schema
+from ..schema.meta_fields import IS_DELETED, OPERATION, RECORD_KEY
 from ..storage.storage import Storage
 from .file_slice import FileSlice
 from .log_blocks import decode_data_block, decode_delete_block

@@ -11,12 +11,8 @@ import pyarrow.parquet as pq
 from ..config.table_config import TableConfig
 from ..errors import SchemaError
 from ..merge.rules import MergeConfig, resolve_merge_config
-from ..schema.avro_arrow import (
-    avro_to_arrow,
-    parse_avro_schema,
-    with_meta_fields,
-    without_meta_fields,
-)
+from ..schema.avro_arrow import avro_to_arrow, parse_avro_schema
+from ..schema.meta_fields import with_meta_fields, without_meta_fields
 from ..storage.storage import Storage, get_storage
 from ..timeline.active import Timeline
 from .fs_view import FileSystemView

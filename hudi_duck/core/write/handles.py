@@ -52,17 +52,15 @@ from ..merge.rules import (
     merge_with_base,
     ordering_of,
 )
-from ..schema.avro_arrow import (
+from ..schema.avro_arrow import add_meta_fields_avro, avro_json, avro_to_arrow
+from ..schema.evolution import align_to_schema
+from ..schema.meta_fields import (
     COMMIT_SEQNO,
     COMMIT_TIME,
     FILE_NAME,
     META_FIELDS,
     PARTITION_PATH,
     RECORD_KEY,
-    add_meta_fields_avro,
-    align_to_schema,
-    avro_json,
-    avro_to_arrow,
     with_meta_fields,
     without_meta_fields,
 )
