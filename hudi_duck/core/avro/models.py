@@ -17,6 +17,9 @@ and :func:`java_schema_json` renders the text Java's
 compiler adds; that text is what Hudi embeds in container files and puts in
 the SCHEMA header of archive-log blocks.
 
+The module is long because most of it is schema data: Hudi's record definitions,
+transcribed field by field, with the few functions that expand and encode them.
+
 Version notes (see also :data:`SCHEMA_NOTES`): Hudi 1.x added fields to several
 of these records (write stats, ``compacted``, ``missingSchedulePartitions``,
 ``extraMetadata`` ...). Readers decode with the writer schema embedded in the

@@ -1,1 +1,1 @@
-"""HFile, the format of HFile log blocks and metadata-table files."""
+"""HFile (HBase HFile v3): the files of Hudi's metadata table and the content of HFile log blocks."""

@@ -1,1 +1,1 @@
-"""File system access (local and fsspec) under a table's base path."""
+"""Storage access through fsspec, in paths relative to a table's base path."""
