@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import hudi_duck  # noqa: E402
-from hudi_duck.core.table import HudiTable  # noqa: E402
+from hudi_duck.core.table.table import HudiTable  # noqa: E402
 from hudi_duck.duck.sql import quote_ident, quote_literal  # noqa: E402
 from hudi_duck.duck.views import build_view  # noqa: E402
 

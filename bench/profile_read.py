@@ -90,9 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["HUDI_DUCK_CACHE_DIR"] = str(cache_dir)
 
     import hudi_duck
-    from hudi_duck.core.file_group_reader import merge_slice_logs
-    from hudi_duck.core.read_plan import plan_snapshot
-    from hudi_duck.core.table import HudiTable
+    from hudi_duck.core.file_group.reader import merge_slice_logs
+    from hudi_duck.core.table.read_plan import plan_snapshot
+    from hudi_duck.core.table.table import HudiTable
     from hudi_duck.duck import functions, lazy, planner
 
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)

@@ -10,8 +10,8 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from .core.read_plan import QueryType
-from .core.table import HudiTable
+from .core.table.read_plan import QueryType
+from .core.table.table import HudiTable
 from .duck.inspect import inspect as _inspect
 from .duck.planner import make_plan, render_plan
 from .duck.sql import quote_ident

@@ -27,26 +27,25 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from hudi_duck.core import rollback as rollbacks
-from hudi_duck.core import compaction
-from hudi_duck.core.commit_metadata import CommitMetadata, new_write_stat
+from hudi_duck.core.config.table_config import PROPERTIES_FILE, Keys, TableConfig
 from hudi_duck.core.errors import HudiError, KeyGeneratorError, SchemaError, WriteError
-from hudi_duck.core.instant import Action, new_instant_time
 from hudi_duck.core.keygen import key_generator_from_write_options
-from hudi_duck.core.markers import delete_markers, list_markers
-from hudi_duck.core.merge import MergeMode
-from hudi_duck.core.schema import (
-    PARTITION_PATH,
-    RECORD_KEY,
+from hudi_duck.core.merge.rules import MergeMode
+from hudi_duck.core.schema.avro_arrow import (
     arrow_to_avro,
     avro_json,
-    evolve_write_schema,
     normalize_to_avro_types,
 )
-from hudi_duck.core.storage import Storage
-from hudi_duck.core.table import HudiTable
-from hudi_duck.core.table_config import PROPERTIES_FILE, Keys, TableConfig
-from hudi_duck.core.write_handles import DELETE_FLAG, WriteContext
+from hudi_duck.core.schema.evolution import evolve_write_schema
+from hudi_duck.core.schema.meta_fields import PARTITION_PATH, RECORD_KEY
+from hudi_duck.core.services import compaction
+from hudi_duck.core.services import rollback as rollbacks
+from hudi_duck.core.storage.storage import Storage
+from hudi_duck.core.table.table import HudiTable
+from hudi_duck.core.timeline.commit_metadata import CommitMetadata, new_write_stat
+from hudi_duck.core.timeline.instant import Action, new_instant_time
+from hudi_duck.core.write.handles import DELETE_FLAG, WriteContext
+from hudi_duck.core.write.markers import delete_markers, list_markers
 
 from . import executor, index, partitioner, preflight, prepare
 from .config import OVERWRITE_PAYLOAD, WriteConfig, parse_options
@@ -344,7 +343,7 @@ class WriteClient:
     def _requested_content(self, action: str, operation: str) -> bytes:
         if action != Action.REPLACE_COMMIT:
             return b""
-        from hudi_duck.core import avro_models
+        from hudi_duck.core.avro import models as avro_models
 
         return avro_models.write_container(
             "HoodieRequestedReplaceMetadata",

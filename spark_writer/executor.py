@@ -13,8 +13,14 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as T
 
-from hudi_duck.core.schema import PARTITION_PATH
-from hudi_duck.core.write_handles import TaskInfo, WriteContext, append_log, create_files, merge_file
+from hudi_duck.core.schema.meta_fields import PARTITION_PATH
+from hudi_duck.core.write.handles import (
+    TaskInfo,
+    WriteContext,
+    append_log,
+    create_files,
+    merge_file,
+)
 
 from .partitioner import APPEND, CREATE, MERGE, Bucket
 
@@ -45,8 +51,9 @@ def _drop_internal(table: pa.Table) -> pa.Table:
 def run_bucket(ctx: WriteContext, bucket: Bucket, rows: pa.Table, task: TaskInfo) -> list[dict]:
     records = _drop_internal(rows)
     if bucket.kind == CREATE:
-        from hudi_duck.core.write_handles import DELETE_FLAG
         import pyarrow.compute as pc
+
+        from hudi_duck.core.write.handles import DELETE_FLAG
 
         if DELETE_FLAG in records.column_names:
             records = records.filter(pc.invert(pc.fill_null(records.column(DELETE_FLAG), False)))

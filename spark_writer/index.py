@@ -22,12 +22,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from hudi_duck.core import bucket_index
-from hudi_duck.core.base_file import read_base_file_footer
-from hudi_duck.core.schema import PARTITION_PATH, RECORD_KEY
-from hudi_duck.core.storage import Storage
-from hudi_duck.core.table import HudiTable
-from hudi_duck.core.write_handles import DELETE_FLAG, HARD_DELETE_FLAG
+from hudi_duck.core.file_group.base_file import read_base_file_footer
+from hudi_duck.core.index import bucket as bucket_index
+from hudi_duck.core.schema.meta_fields import PARTITION_PATH, RECORD_KEY
+from hudi_duck.core.storage.storage import Storage
+from hudi_duck.core.table.table import HudiTable
+from hudi_duck.core.write.handles import DELETE_FLAG, HARD_DELETE_FLAG
 
 from .config import WriteConfig
 
@@ -262,9 +262,9 @@ def _existing_records(spark, table: HudiTable, groups: list[tuple[str, str]], sc
     base_uri = table.base_uri
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from hudi_duck.core.file_group_reader import read_slice
-        from hudi_duck.core.read_plan import plan_snapshot
-        from hudi_duck.core.schema import align_to_schema
+        from hudi_duck.core.file_group.reader import read_slice
+        from hudi_duck.core.schema.evolution import align_to_schema
+        from hudi_duck.core.table.read_plan import plan_snapshot
 
         current = HudiTable(base_uri, storage_options)
         plans: dict = {}

@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from hudi_duck.core.compaction import busy_file_groups, compaction_file_groups
-from hudi_duck.core.instant import Action
-from hudi_duck.core.table import HudiTable
+from hudi_duck.core.services.compaction import busy_file_groups, compaction_file_groups
+from hudi_duck.core.table.table import HudiTable
+from hudi_duck.core.timeline.instant import Action
 
 from .config import WriteConfig
 

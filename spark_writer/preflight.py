@@ -100,7 +100,7 @@ def problems(found: list[ExecutorPython], driver_python: str, driver_version: st
     lines = []
     for python in found:
         issues = []
-        not_installed = []  # the missing modules themselves (importing hudi_duck may lack pyarrow)
+        not_installed = []  # the missing modules themselves (importing spark_writer.executor may lack pyarrow)
         for _, error in python.import_errors:
             match = _NOT_INSTALLED.match(error)
             if match and match.group(1) not in not_installed:

@@ -10,8 +10,13 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from hudi_duck.core.keygen import key_generator_from_write_options
-from hudi_duck.core.schema import IS_DELETED, META_FIELDS, PARTITION_PATH, RECORD_KEY
-from hudi_duck.core.write_handles import DELETE_FLAG, HARD_DELETE_FLAG
+from hudi_duck.core.schema.meta_fields import (
+    IS_DELETED,
+    META_FIELDS,
+    PARTITION_PATH,
+    RECORD_KEY,
+)
+from hudi_duck.core.write.handles import DELETE_FLAG, HARD_DELETE_FLAG
 
 from .config import WriteConfig
 

@@ -14,12 +14,12 @@ from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
 
-from hudi_duck.core import archival, clean, clustering, compaction, rollback as rollbacks, savepoint as savepoints
+from hudi_duck.core.services import archival, clean, clustering, compaction, rollback as rollbacks, savepoint as savepoints
 from hudi_duck.core.errors import HudiError
-from hudi_duck.core.instant import Action, State, new_instant_time
-from hudi_duck.core.merge import MergeMode
-from hudi_duck.core.table import HudiTable
-from hudi_duck.core.write_handles import WriteContext
+from hudi_duck.core.timeline.instant import Action, State, new_instant_time
+from hudi_duck.core.merge.rules import MergeMode
+from hudi_duck.core.table.table import HudiTable
+from hudi_duck.core.write.handles import WriteContext
 
 from . import preflight
 from .config import WriteConfig, parse_options
@@ -301,7 +301,7 @@ def _cleaned_predecessor(table: HudiTable, instant) -> str | None:
     KEEP_LATEST_FILE_VERSIONS=1 the previous base file of a copy-on-write commit is gone."""
     import posixpath
 
-    from hudi_duck.core.file_naming import parse_base_file
+    from hudi_duck.core.file_group.naming import parse_base_file
 
     timeline, storage = table.timeline, table.storage
     if timeline.was_action(instant.requested_time, Action.COMPACTION):

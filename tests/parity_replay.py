@@ -156,8 +156,8 @@ def replay(spark, sql: str, path: str, time_zone: str = "UTC") -> dict:
     """Replay ``sql`` into a new table at ``path``; returns what was done, per statement."""
     import spark_writer
     from pyspark.sql.types import _parse_datatype_string
-    from hudi_duck.core import rollback as rollbacks
-    from hudi_duck.core.table import HudiTable
+    from hudi_duck.core.services import rollback as rollbacks
+    from hudi_duck.core.table.table import HudiTable
     from spark_writer.client import WriteClient
     from spark_writer.config import parse_options
 

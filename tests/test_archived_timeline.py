@@ -17,15 +17,15 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from hudi_duck.core import archived_timeline as at
-from hudi_duck.core import avro_models as am
-from hudi_duck.core.commit_metadata import CommitMetadata
+from hudi_duck.core.timeline import archived as at
+from hudi_duck.core.avro import models as am
+from hudi_duck.core.timeline.commit_metadata import CommitMetadata
 from hudi_duck.core.errors import UnsupportedFeatureError
-from hudi_duck.core.instant import Action, State, format_instant_time
-from hudi_duck.core.log_format import BlockType, HeaderKey, read_log_file
-from hudi_duck.core.storage import Storage
-from hudi_duck.core.table_config import TableConfig
-from hudi_duck.core.timeline import Timeline
+from hudi_duck.core.timeline.instant import Action, State, format_instant_time
+from hudi_duck.core.file_group.log_format import BlockType, HeaderKey, read_log_file
+from hudi_duck.core.storage.storage import Storage
+from hudi_duck.core.config.table_config import TableConfig
+from hudi_duck.core.timeline.active import Timeline
 
 from conftest import FIXTURE_IDS
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from hudi_duck.core import avro_models as am
+from hudi_duck.core.avro import models as am
 
 
 def _timeline_avro_files(fixture_tables: dict[str, str]) -> list[tuple[str, Path]]:

@@ -14,10 +14,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-
 from fixtures import fixture_id, fixture_zips
-from hudi_duck.core import bloom
-from hudi_duck.core.base_file import (
+
+from hudi_duck.core.errors import WriteError
+from hudi_duck.core.file_group.base_file import (
     avro_schema_with_meta_fields,
     dictionary_columns,
     footer_key_order,
@@ -25,10 +25,10 @@ from hudi_duck.core.base_file import (
     read_base_file_footer,
     write_base_file,
 )
-from hudi_duck.core.errors import WriteError
-from hudi_duck.core.file_naming import base_file_name, parse_base_file
-from hudi_duck.core.schema import META_FIELDS
-from hudi_duck.core.storage import Storage
+from hudi_duck.core.file_group.naming import base_file_name, parse_base_file
+from hudi_duck.core.index import bloom
+from hudi_duck.core.schema.meta_fields import META_FIELDS
+from hudi_duck.core.storage.storage import Storage
 
 FIXTURE_IDS = [fixture_id(z) for z in fixture_zips()]
 

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fixtures import fixture_id, fixture_zips
-from hudi_duck.core import bloom
+from hudi_duck.core.index import bloom
 from hudi_duck.core.errors import CorruptFileError
 
 FIXTURE_IDS = [fixture_id(z) for z in fixture_zips()]

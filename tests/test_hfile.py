@@ -14,13 +14,13 @@ import pytest
 from fixtures import fixture_id, fixture_zips, unzip_fixture
 
 from hudi_duck.core.errors import CorruptFileError, UnsupportedFeatureError
-from hudi_duck.core.hfile import (
+from hudi_duck.core.file_group.log_format import BlockType, read_log_file
+from hudi_duck.core.hfile.reader import (
     decode_hfile_block_records,
     decode_hfile_records,
     open_hfile,
     read_hfile,
 )
-from hudi_duck.core.log_format import BlockType, read_log_file
 
 VERSIONED_ZIPS = [z for z in fixture_zips() if re.search(r"(^|/)v[89]_", fixture_id(z))]
 

@@ -29,9 +29,9 @@ import pytest
 import hudi_duck
 from conftest import FIXTURE_IDS
 from hudi_duck.api import arrow_table
-from hudi_duck.core.hfile import read_hfile
-from hudi_duck.core.log_format import BlockType, FooterKey, HeaderKey, read_log_file
-from hudi_duck.core.log_records import avro_block_records, decode_delete_block
+from hudi_duck.core.hfile.reader import read_hfile
+from hudi_duck.core.file_group.log_format import BlockType, FooterKey, HeaderKey, read_log_file
+from hudi_duck.core.file_group.log_blocks import avro_block_records, decode_delete_block
 from hudi_duck.core.errors import HudiError
 
 V6_MOR = "quickstart_trips_table/mor/avro/v6_trips_8i1u"
@@ -818,9 +818,9 @@ def test_schema_history_and_schema_as_of(con, archived_table):
 
 
 def test_pending_clustering(con, archived_table, tmp_path):
-    from hudi_duck.core.clustering import ClusteringSettings, schedule_clustering
-    from hudi_duck.core.instant import new_instant_time
-    from hudi_duck.core.table import HudiTable
+    from hudi_duck.core.services.clustering import ClusteringSettings, schedule_clustering
+    from hudi_duck.core.timeline.instant import new_instant_time
+    from hudi_duck.core.table.table import HudiTable
 
     path = str(tmp_path / "cow")
     shutil.copytree(archived_table["path"], path)

@@ -15,34 +15,38 @@ from fixtures import fixture_id, fixture_zips
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hudi_duck.core.config.table_config import Keys, TableConfig, parse_properties
 from hudi_duck.core.errors import InvalidTableConfigError, KeyGeneratorError
-from hudi_duck.core.keygen import (
-    DEFAULT_PARTITION_PATH,
+from hudi_duck.core.keygen.factories import (
+    key_generator_from_table_config,
+    key_generator_from_write_options,
+)
+from hudi_duck.core.keygen.generators import (
     ComplexKeyGenerator,
     CustomKeyGenerator,
     GlobalDeleteKeyGenerator,
     NonpartitionedKeyGenerator,
     SimpleKeyGenerator,
     TimestampBasedKeyGenerator,
-    TimestampConfig,
-    TimestampKeys,
     WriteOptions,
     auto_record_keys,
-    escape_path_name,
-    field_value_as_string,
     is_field_prefixed_record_key,
+)
+from hudi_duck.core.keygen.java import (
     java_bigdecimal_to_string,
     java_double_to_string,
     java_float_to_string,
     java_local_date_to_string,
     java_timestamp_to_string,
-    joda_format,
-    joda_parse,
-    key_generator_from_table_config,
-    key_generator_from_write_options,
+)
+from hudi_duck.core.keygen.joda import joda_format, joda_parse
+from hudi_duck.core.keygen.paths import (
+    DEFAULT_PARTITION_PATH,
+    escape_path_name,
     unescape_path_name,
 )
-from hudi_duck.core.table_config import Keys, TableConfig, parse_properties
+from hudi_duck.core.keygen.timestamp import TimestampConfig, TimestampKeys
+from hudi_duck.core.keygen.values import field_value_as_string
 
 FIXTURE_IDS = [fixture_id(z) for z in fixture_zips()]
 RK = WriteOptions.RECORDKEY_FIELD

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from hudi_duck.core.errors import CorruptFileError
-from hudi_duck.core.log_format import MAGIC, BlockType, HeaderKey, encode_block, read_log_file
-from hudi_duck.core.log_records import DeleteRecord, decode_delete_block, encode_delete_records
-from hudi_duck.core.log_scanner import scan_blocks
+from hudi_duck.core.file_group.log_format import MAGIC, BlockType, HeaderKey, encode_block, read_log_file
+from hudi_duck.core.file_group.log_blocks import DeleteRecord, decode_delete_block, encode_delete_records
+from hudi_duck.core.file_group.log_scanner import scan_blocks
 
 
 def _all_fixture_logs(fixture_tables) -> list[Path]:

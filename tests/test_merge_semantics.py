@@ -16,15 +16,23 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from hudi_duck.core.file_group_reader import SliceReadContext, read_slice
-from hudi_duck.core.file_naming import log_file_name, parse_base_file, parse_log_file
-from hudi_duck.core.file_slice import FileSlice
-from hudi_duck.core.log_format import BlockType, HeaderKey, encode_block
-from hudi_duck.core.log_records import DeleteRecord, encode_avro_records, encode_delete_records
-from hudi_duck.core.schema import add_meta_fields_avro, avro_json
-from hudi_duck.core.table import HudiTable
 from oracle import canonical_rows
+
+from hudi_duck.core.file_group.file_slice import FileSlice
+from hudi_duck.core.file_group.log_blocks import (
+    DeleteRecord,
+    encode_avro_records,
+    encode_delete_records,
+)
+from hudi_duck.core.file_group.log_format import BlockType, HeaderKey, encode_block
+from hudi_duck.core.file_group.naming import (
+    log_file_name,
+    parse_base_file,
+    parse_log_file,
+)
+from hudi_duck.core.file_group.reader import SliceReadContext, read_slice
+from hudi_duck.core.schema.avro_arrow import add_meta_fields_avro, avro_json
+from hudi_duck.core.table.table import HudiTable
 
 EVENT_TIME = "quickstart_trips_table/mor/avro/v8_trips_8i3u1d"
 COMMIT_TIME = "quickstart_trips_table/mor/avro/v6_trips_8i1u"
@@ -97,7 +105,7 @@ def _null_ordering_delete(key: str) -> bytes:
 
     import fastavro
 
-    from hudi_duck.core import avro_models
+    from hudi_duck.core.avro import models as avro_models
 
     buffer = io.BytesIO()
     fastavro.schemaless_writer(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hudi_duck.api import arrow_table
-from hudi_duck.core.table_config import parse_properties, format_properties
+from hudi_duck.core.config.table_config import parse_properties, format_properties
 from oracle import diff_rows, hudi_rs_read
 
 TRIPS_V6 = "quickstart_trips_table/mor/avro/v6_trips_8i1u"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from hudi_duck.api import arrow_table
-from hudi_duck.core.table import HudiTable
+from hudi_duck.core.table.table import HudiTable
 from oracle import diff_rows, hudi_rs_read
 from conftest import FIXTURE_IDS
 

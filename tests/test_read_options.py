@@ -17,12 +17,12 @@ import pytest
 
 import hudi_duck
 from hudi_duck.api import arrow_table
-from hudi_duck.core import archival
+from hudi_duck.core.services import archival
 from hudi_duck.core.errors import CorruptFileError, TimelineError
-from hudi_duck.core.file_group_reader import SliceLogMerge
-from hudi_duck.core.log_format import BlockType, HeaderKey, encode_block
-from hudi_duck.core.log_scanner import SkippedBlock
-from hudi_duck.core.table import HudiTable
+from hudi_duck.core.file_group.reader import SliceLogMerge
+from hudi_duck.core.file_group.log_format import BlockType, HeaderKey, encode_block
+from hudi_duck.core.file_group.log_scanner import SkippedBlock
+from hudi_duck.core.table.table import HudiTable
 from hudi_duck.duck import lazy, progress
 from oracle import diff_rows, hudi_rs_read
 

@@ -41,17 +41,17 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudi_duck.api import arrow_table
-from hudi_duck.core import archival as core_archival
-from hudi_duck.core import avro_models as am
-from hudi_duck.core import clean as core_clean
-from hudi_duck.core import markers as core_markers
-from hudi_duck.core import rollback as core_rollback
-from hudi_duck.core.archived_timeline import ArchivedTimelineV1
+from hudi_duck.core.services import archival as core_archival
+from hudi_duck.core.avro import models as am
+from hudi_duck.core.services import clean as core_clean
+from hudi_duck.core.write import markers as core_markers
+from hudi_duck.core.services import rollback as core_rollback
+from hudi_duck.core.timeline.archived import ArchivedTimelineV1
 from hudi_duck.core.errors import HudiError, TimelineError
-from hudi_duck.core.file_naming import parse_base_file, parse_log_file
-from hudi_duck.core.instant import Action, Instant, State, parse_instant_time
-from hudi_duck.core.log_format import BlockType, HeaderKey, read_log_file
-from hudi_duck.core.table import HudiTable
+from hudi_duck.core.file_group.naming import parse_base_file, parse_log_file
+from hudi_duck.core.timeline.instant import Action, Instant, State, parse_instant_time
+from hudi_duck.core.file_group.log_format import BlockType, HeaderKey, read_log_file
+from hudi_duck.core.table.table import HudiTable
 from oracle import canonical_rows, hudi_rs_read
 
 pyspark = pytest.importorskip("pyspark")
@@ -479,8 +479,8 @@ def test_compaction_standalone(small_spark, con, mor_history, tmp_path):
 
 
 def _slice(file_id: str, base_mb: float | None, log_sizes: list[int]):
-    from hudi_duck.core.file_naming import BaseFile, LogFile
-    from hudi_duck.core.file_slice import FileSlice
+    from hudi_duck.core.file_group.naming import BaseFile, LogFile
+    from hudi_duck.core.file_group.file_slice import FileSlice
 
     base = None
     if base_mb is not None:
@@ -491,7 +491,7 @@ def _slice(file_id: str, base_mb: float | None, log_sizes: list[int]):
 
 def test_compaction_strategies():
     """Plan strategies as Hudi 0.14's CompactionStrategy classes order and filter."""
-    from hudi_duck.core import compaction as c
+    from hudi_duck.core.services import compaction as c
 
     mb = 1024 * 1024
     slices = [
@@ -524,7 +524,7 @@ def test_compaction_strategies():
 
 def test_service_triggers(mor_history):
     """hoodie.compact.inline.trigger.strategy and hoodie.clean.max.commits on a table with 4 delta commits."""
-    from hudi_duck.core import compaction as c
+    from hudi_duck.core.services import compaction as c
 
     table = HudiTable(mor_history[0])
     assert c.delta_commits_since_last_compaction(table) == (4, None)
@@ -996,9 +996,9 @@ def test_clustering_mor(small_spark, con, mor_history, tmp_path):
 
 def test_updates_to_file_groups_under_pending_clustering_are_rejected(small_spark, con, tmp_path):
     """As Hudi's default SparkRejectUpdateStrategy: clear error, table unchanged; inserts still land."""
-    from hudi_duck.core.clustering import ClusteringSettings, schedule_clustering
+    from hudi_duck.core.services.clustering import ClusteringSettings, schedule_clustering
     from hudi_duck.core.errors import WriteError
-    from hudi_duck.core.instant import new_instant_time
+    from hudi_duck.core.timeline.instant import new_instant_time
 
     rng = random.Random(33)
     model = Model()
@@ -1168,7 +1168,7 @@ def run_sequence(spark, con, root: Path, seed: int, table_type: str, steps: int)
                     HudiTable(path).timeline.instants
                 except TimelineError:
                     # known reader bug (see test_savepoint_protects_files_and_restore): drop it
-                    from hudi_duck.core.savepoint import delete_savepoint
+                    from hudi_duck.core.services.savepoint import delete_savepoint
 
                     delete_savepoint(HudiTable(path), time_)
                     savepoints_work = False

@@ -807,13 +807,13 @@ def _timeline_files(path: str) -> list[str]:
 
 
 def _completed(path: str) -> list[str]:
-    from hudi_duck.core.table import HudiTable
+    from hudi_duck.core.table.table import HudiTable
 
     return [i.requested_time for i in HudiTable(path).timeline.completed_writes]
 
 
 def _pending(path: str) -> list[str]:
-    from hudi_duck.core.table import HudiTable
+    from hudi_duck.core.table.table import HudiTable
 
     return [i.requested_time for i in HudiTable(path).timeline.pending()]
 
@@ -990,9 +990,9 @@ def test_killed_write_is_rolled_back_by_the_next_writer(small_spark, con, tmp_pa
     never read, and the next write rolls them back (Avro rollback plan and metadata,
     base files deleted, log files neutralised by a rollback command block)."""
     import spark_writer
-    from hudi_duck.core.file_naming import parse_base_file, parse_log_file
-    from hudi_duck.core.instant import Action, State
-    from hudi_duck.core.table import HudiTable
+    from hudi_duck.core.file_group.naming import parse_base_file, parse_log_file
+    from hudi_duck.core.timeline.instant import Action, State
+    from hudi_duck.core.table.table import HudiTable
     from spark_writer.client import WriteClient
 
     cfg = replace(SIMPLE_CFG, table_type=table_type)
@@ -1042,7 +1042,7 @@ def test_killed_write_is_rolled_back_by_the_next_writer(small_spark, con, tmp_pa
         assert failed_logs, "the killed merge-on-read write should have appended log files"
         rolled_logs = [p for part in metadata["partitionMetadata"].values() for p in part["rollbackLogFiles"]]
         assert rolled_logs, metadata
-        from hudi_duck.core.log_format import read_log_file
+        from hudi_duck.core.file_group.log_format import read_log_file
 
         for uri in rolled_logs:
             local = uri[len("file:"):] if uri.startswith("file:") else uri

@@ -117,7 +117,7 @@ class Labels:
                 if first is None or m.group("instant") < first:
                     self.file_first_instant[fid] = m.group("instant")
             if LOG_FILE.match(f.name):
-                from hudi_duck.core.log_format import read_log_file
+                from hudi_duck.core.file_group.log_format import read_log_file
 
                 for block in read_log_file(f.read_bytes()):
                     times.update(INSTANT.findall(" ".join(v for k, v in block.header.items() if k != 2)))
@@ -269,7 +269,7 @@ def _file_name_label(value: str | None, partition: str | None, own_name: str | N
 
 def describe(root: str | Path) -> dict:
     """The structure of the Hudi table at ``root``, with ids/times/tokens/sizes normalised."""
-    from hudi_duck.core.log_format import BlockType, HeaderKey, read_log_file
+    from hudi_duck.core.file_group.log_format import BlockType, HeaderKey, read_log_file
 
     root = Path(root)
     labels = Labels(root)

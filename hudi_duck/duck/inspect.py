@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..core.errors import HudiError
-from ..core.table import HudiTable
+from ..core.table.table import HudiTable
 from . import cache
 from .sql import quote_literal
 from .views import FILES, LOG_FILES, View, ViewArgs, build_view, get_view, views

@@ -32,8 +32,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from fsspec import AbstractFileSystem
 
-from ..core.file_group_reader import SliceLogMerge
-from ..core.log_scanner import SkippedBlock, report_skipped_blocks
+from ..core.file_group.log_scanner import SkippedBlock, report_skipped_blocks
+from ..core.file_group.reader import SliceLogMerge
 from . import cache
 from .progress import MergeProgress, clear_line
 

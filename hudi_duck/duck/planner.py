@@ -6,8 +6,8 @@ import logging
 import time
 from typing import Any
 
-from ..core.read_plan import ReadPlan, parse_query_time, plan_incremental, plan_read_optimized, plan_snapshot
-from ..core.table import HudiTable
+from ..core.table.read_plan import ReadPlan, parse_query_time, plan_incremental, plan_read_optimized, plan_snapshot
+from ..core.table.table import HudiTable
 from . import cache
 from .sql import SqlRenderer
 

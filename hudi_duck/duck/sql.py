@@ -25,10 +25,11 @@ from typing import Iterable
 
 import pyarrow as pa
 
-from ..core.file_group_reader import corrupt_blocks, merge_slice_logs
-from ..core.file_slice import FileSlice
-from ..core.read_plan import QueryType, ReadPlan
-from ..core.schema import COMMIT_TIME, avro_to_arrow, without_meta_fields
+from ..core.file_group.file_slice import FileSlice
+from ..core.file_group.reader import corrupt_blocks, merge_slice_logs
+from ..core.schema.avro_arrow import avro_to_arrow
+from ..core.schema.meta_fields import COMMIT_TIME, without_meta_fields
+from ..core.table.read_plan import QueryType, ReadPlan
 from . import cache, lazy, progress
 
 #: Changes when what a cached slice merge holds changes (older entries are not reused).

@@ -16,8 +16,8 @@ from typing import Any, Callable, Iterable
 import pyarrow as pa
 
 from ...core.errors import HudiError
-from ...core.read_plan import parse_query_time
-from ...core.table import HudiTable
+from ...core.table.read_plan import parse_query_time
+from ...core.table.table import HudiTable
 
 
 @dataclass(frozen=True)

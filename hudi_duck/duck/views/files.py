@@ -9,16 +9,23 @@ from typing import Any, Iterator
 
 import pyarrow.parquet as pq
 
-from ...core.commit_metadata import WriteStat
 from ...core.errors import CorruptFileError, UnsupportedFeatureError
-from ...core.file_naming import LogFile, parse_log_file
-from ...core.file_slice import FileSlice
-from ...core.log_format import BlockType, CommandType, FooterKey, HeaderKey, LogBlock, iter_blocks
-from ...core.log_records import block_record_count
-from ...core.log_scanner import rolled_back_positions, scan_slice_logs
-from ...core.read_plan import plan_snapshot
-from ...core.schema import schema_fingerprint
-from ...core.table import HudiTable
+from ...core.file_group.file_slice import FileSlice
+from ...core.file_group.log_blocks import block_record_count
+from ...core.file_group.log_format import (
+    BlockType,
+    CommandType,
+    FooterKey,
+    HeaderKey,
+    LogBlock,
+    iter_blocks,
+)
+from ...core.file_group.log_scanner import rolled_back_positions, scan_slice_logs
+from ...core.file_group.naming import LogFile, parse_log_file
+from ...core.schema.compare import schema_fingerprint
+from ...core.table.read_plan import plan_snapshot
+from ...core.table.table import HudiTable
+from ...core.timeline.commit_metadata import WriteStat
 from . import BIGINT, BOOL, DOUBLE, FILES, INT, LOG_FILES, STRING, STRING_MAP, STRINGS, View, ViewArgs, schema
 
 # -- hudi_file_slices -------------------------------------------------------------------------

@@ -9,15 +9,10 @@ from typing import Any, Iterator
 import pyarrow as pa
 
 from ...core.errors import SchemaError
-from ...core.schema import (
-    META_FIELDS,
-    avro_to_arrow,
-    parse_avro_schema,
-    schema_changes,
-    schema_fingerprint,
-    without_meta_fields,
-)
-from ...core.table import HudiTable
+from ...core.schema.avro_arrow import avro_to_arrow, parse_avro_schema
+from ...core.schema.compare import schema_changes, schema_fingerprint
+from ...core.schema.meta_fields import META_FIELDS, without_meta_fields
+from ...core.table.table import HudiTable
 from . import BIGINT, BOOL, INT, STRING, STRINGS, View, ViewArgs, schema
 from .timeline import write_instants
 

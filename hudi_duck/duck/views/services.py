@@ -8,12 +8,12 @@ import datetime as _dt
 import posixpath
 from typing import Any, Iterator
 
-from ...core.clean import clean_infos
-from ...core.clustering import clustering_plans
-from ...core.compaction import compaction_plans
-from ...core.rollback import rollback_infos
-from ...core.savepoint import savepoint_infos
-from ...core.table import HudiTable
+from ...core.services.clean import clean_infos
+from ...core.services.clustering import clustering_plans
+from ...core.services.compaction import compaction_plans
+from ...core.services.rollback import rollback_infos
+from ...core.services.savepoint import savepoint_infos
+from ...core.table.table import HudiTable
 from . import (
     BIGINT,
     BOOL,

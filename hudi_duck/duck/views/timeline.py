@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ...core.commit_metadata import CommitMetadata
 from ...core.errors import HudiError
-from ...core.instant import COMPLETED_ACTION, Action, Instant
-from ...core.table import HudiTable
+from ...core.table.table import HudiTable
+from ...core.timeline.commit_metadata import CommitMetadata
+from ...core.timeline.instant import COMPLETED_ACTION, Action, Instant
 from . import BIGINT, BOOL, STRING, STRING_MAP, STRINGS, View, ViewArgs, schema
 
 # -- hudi_timeline --------------------------------------------------------------------------

@@ -1,0 +1,1 @@
+"""Table configuration: hoodie.properties keys, defaults and their parsing."""

@@ -1,0 +1,68 @@
+"""File groups and file slices.
+
+A *file group* (partition path + file id) holds versions of the same set of
+records. A *file slice* is one version: an optional base file plus the log
+files appended to it, identified by its base instant time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .naming import BaseFile, LogFile
+
+
+@dataclass
+class FileSlice:
+    partition_path: str
+    file_id: str
+    base_instant_time: str
+    base_file: BaseFile | None = None
+    log_files: list[LogFile] = field(default_factory=list)
+
+    @property
+    def has_logs(self) -> bool:
+        return bool(self.log_files)
+
+    @property
+    def file_group_id(self) -> tuple[str, str]:
+        return (self.partition_path, self.file_id)
+
+    @property
+    def slice_id(self) -> str:
+        """Stable identity: partition/fileId@baseInstant."""
+        return f"{self.partition_path}/{self.file_id}@{self.base_instant_time}"
+
+    def sorted_logs(self) -> list[LogFile]:
+        return sorted(self.log_files, key=LogFile.sort_key)
+
+    @property
+    def total_size(self) -> int:
+        size = self.base_file.size if self.base_file else 0
+        return size + sum(max(log.size, 0) for log in self.log_files)
+
+    def __repr__(self) -> str:
+        base = self.base_file.file_name if self.base_file else None
+        logs = [log.file_name for log in self.sorted_logs()]
+        return f"FileSlice({self.partition_path!r}, {self.file_id}, base={base}, logs={logs})"
+
+
+@dataclass
+class FileGroup:
+    partition_path: str
+    file_id: str
+    slices: dict[str, FileSlice] = field(default_factory=dict)  # base instant -> slice
+
+    def slice_for(self, base_instant_time: str) -> FileSlice:
+        existing = self.slices.get(base_instant_time)
+        if existing is None:
+            existing = FileSlice(self.partition_path, self.file_id, base_instant_time)
+            self.slices[base_instant_time] = existing
+        return existing
+
+    def ordered_slices(self) -> list[FileSlice]:
+        """Slices from oldest to newest base instant."""
+        return [self.slices[t] for t in sorted(self.slices)]
+
+    def __repr__(self) -> str:
+        return f"FileGroup({self.partition_path!r}, {self.file_id}, slices={sorted(self.slices)})"

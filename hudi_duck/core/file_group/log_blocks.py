@@ -1,0 +1,297 @@
+"""Contents of log blocks: records of data blocks, keys of delete blocks.
+
+Data blocks decode to Arrow tables aligned to the reader schema; delete
+blocks decode to (record key, partition path, ordering value) triples. The
+writer side encodes the same layouts.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import io
+import json
+import struct
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Iterable, Sequence
+
+import fastavro
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..avro import models as avro_models
+from ..errors import CorruptFileError, UnsupportedFeatureError
+from ..schema.avro_arrow import avro_to_arrow
+from ..schema.evolution import align_to_schema
+from .log_format import BlockType, LogBlock
+
+DATA_BLOCK_VERSION = 3
+DELETE_BLOCK_VERSION = 3
+
+_EPOCH = _dt.date(1970, 1, 1)
+
+
+@dataclass(frozen=True)
+class DeleteRecord:
+    record_key: str
+    partition_path: str | None
+    ordering_value: Any = None  # None: natural (processing) order
+    #: Wrapper record the ordering value came in (e.g. ``IntWrapper``), if any.
+    ordering_wrapper: str | None = None
+
+
+@lru_cache(maxsize=64)
+def _parsed_schema(schema_json: str) -> Any:
+    return fastavro.parse_schema(json.loads(schema_json))
+
+
+@lru_cache(maxsize=64)
+def _arrow_schema_of(schema_json: str) -> pa.Schema:
+    return avro_to_arrow(schema_json)
+
+
+# -- data blocks ------------------------------------------------------------------------
+
+
+def avro_block_records(content: bytes, schema_json: str, source: str = "") -> list[dict[str, Any]]:
+    """Decode the length-prefixed Avro records of an Avro data block."""
+    if len(content) < 8:
+        raise CorruptFileError(f"{source}: Avro data block too short")
+    version, count = struct.unpack_from(">ii", content, 0)
+    if version != DATA_BLOCK_VERSION:
+        raise UnsupportedFeatureError(f"{source}: Avro data block version {version} (only 3 is supported)")
+    parsed = _parsed_schema(schema_json)
+    stream = io.BytesIO(content)
+    stream.seek(8)
+    records = []
+    try:
+        for _ in range(count):
+            (length,) = struct.unpack(">i", stream.read(4))
+            end = stream.tell() + length
+            records.append(fastavro.schemaless_reader(stream, parsed, None))
+            if stream.tell() != end:
+                raise CorruptFileError(f"{source}: Avro record length mismatch")
+    except (struct.error, EOFError, ValueError, IndexError) as exc:
+        raise CorruptFileError(f"{source}: cannot decode Avro data block ({exc})") from exc
+    return records
+
+
+def decode_data_block(block: LogBlock, target: pa.Schema) -> pa.Table:
+    """Rows of a data block as an Arrow table shaped like ``target``."""
+    source = f"{block.file_path}@{block.offset}"
+    schema_json = block.schema
+    if block.block_type is BlockType.AVRO_DATA_BLOCK:
+        if not schema_json:
+            raise CorruptFileError(f"{source}: Avro data block without a SCHEMA header")
+        records = avro_block_records(block.content, schema_json, source)
+        table = pa.Table.from_pylist(records, schema=_arrow_schema_of(schema_json))
+    elif block.block_type is BlockType.PARQUET_DATA_BLOCK:
+        if not block.content:
+            return target.empty_table()
+        try:
+            table = pq.read_table(io.BytesIO(block.content))
+        except Exception as exc:
+            raise CorruptFileError(f"{source}: cannot read parquet data block ({exc})") from exc
+    elif block.block_type is BlockType.HFILE_DATA_BLOCK:
+        from ..hfile.reader import decode_hfile_block_records
+
+        if not schema_json:
+            raise CorruptFileError(f"{source}: HFile data block without a SCHEMA header")
+        records = decode_hfile_block_records(block.content, schema_json, source)
+        table = pa.Table.from_pylist(records, schema=_arrow_schema_of(schema_json))
+    else:
+        raise ValueError(f"not a data block: {block.block_type.name}")
+    return align_to_schema(table, target, source)
+
+
+def encode_avro_records(records: Iterable[dict[str, Any]], schema_json: str) -> bytes:
+    """Content of an Avro data block holding ``records``."""
+    parsed = _parsed_schema(schema_json)
+    parts = []
+    count = 0
+    buffer = io.BytesIO()
+    for record in records:
+        buffer.seek(0)
+        buffer.truncate()
+        fastavro.schemaless_writer(buffer, parsed, record)
+        payload = buffer.getvalue()
+        parts.append(struct.pack(">i", len(payload)))
+        parts.append(payload)
+        count += 1
+    return struct.pack(">ii", DATA_BLOCK_VERSION, count) + b"".join(parts)
+
+
+def encode_parquet_records(table: pa.Table, schema_json: str, compression: str = "gzip") -> bytes:
+    """Content of a parquet data block: a whole parquet file with the Avro schema in its footer."""
+    if table.num_rows == 0:
+        return b""
+    sink = io.BytesIO()
+    # footer as Hudi's Avro path writes it: the Avro schema and the writer model, nothing else
+    table = table.replace_schema_metadata(None)
+    with pq.ParquetWriter(sink, table.schema, compression=compression, store_schema=False) as writer:
+        writer.write_table(table)
+        writer.add_key_value_metadata({"parquet.avro.schema": schema_json, "writer.model.name": "avro"})
+    return sink.getvalue()
+
+
+# -- delete blocks ----------------------------------------------------------------------
+
+_WRAPPER_NAMES = [w["name"] for w in avro_models.VALUE_WRAPPERS]
+
+
+def _unwrap(value: Any) -> tuple[Any, str | None]:
+    """The Python value inside an ``orderingVal`` wrapper record, and the wrapper's name."""
+    if value is None:
+        return None, None
+    if isinstance(value, tuple):
+        name, record = value
+        short = name.rsplit(".", 1)[-1]
+        inner = record["value"] if isinstance(record, dict) else record
+        if short == "DateWrapper" and isinstance(inner, int):
+            return _EPOCH + _dt.timedelta(days=inner), short
+        if short == "TimestampMicrosWrapper" and isinstance(inner, int):
+            epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+            return epoch + _dt.timedelta(microseconds=inner), short
+        return inner, short
+    if isinstance(value, dict):
+        return value.get("value"), None
+    return value, None
+
+
+def decode_delete_block(block: LogBlock) -> list[DeleteRecord]:
+    source = f"{block.file_path}@{block.offset}"
+    content = block.content
+    if len(content) < 8:
+        raise CorruptFileError(f"{source}: delete block too short")
+    version, length = struct.unpack_from(">ii", content, 0)
+    if version < DELETE_BLOCK_VERSION:
+        raise UnsupportedFeatureError(
+            f"{source}: delete block version {version} holds Java-serialized (Kryo) keys written by "
+            "Hudi < 0.11; compact the table with Apache Hudi first"
+        )
+    payload = content[8 : 8 + length]
+    try:
+        decoded = fastavro.schemaless_reader(
+            io.BytesIO(payload), avro_models.parsed("HoodieDeleteRecordList"), None, return_record_name=True
+        )
+    except Exception as exc:
+        raise CorruptFileError(f"{source}: cannot decode delete block ({exc})") from exc
+    out = []
+    for item in decoded["deleteRecordList"]:
+        value, wrapper = _unwrap(item.get("orderingVal"))
+        out.append(DeleteRecord(item["recordKey"], item.get("partitionPath"), value, wrapper))
+    return out
+
+
+def wrap_ordering_value(value: Any) -> Any:
+    """Wrap a Python value the way Hudi's ``wrapValueIntoAvro`` does."""
+    import decimal
+
+    ns = avro_models.NAMESPACE
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return (f"{ns}.BooleanWrapper", {"value": value})
+    if isinstance(value, int):
+        name = "IntWrapper" if -(2**31) <= value < 2**31 else "LongWrapper"
+        return (f"{ns}.{name}", {"value": value})
+    if isinstance(value, float):
+        return (f"{ns}.DoubleWrapper", {"value": value})
+    if isinstance(value, decimal.Decimal):
+        return (f"{ns}.DecimalWrapper", {"value": value.quantize(decimal.Decimal(1).scaleb(-15))})
+    if isinstance(value, str):
+        return (f"{ns}.StringWrapper", {"value": value})
+    if isinstance(value, (bytes, bytearray)):
+        return (f"{ns}.BytesWrapper", {"value": bytes(value)})
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.timezone.utc)
+        micros = (value - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)) // _dt.timedelta(microseconds=1)
+        return (f"{ns}.TimestampMicrosWrapper", {"value": micros})
+    if isinstance(value, _dt.date):
+        return (f"{ns}.DateWrapper", {"value": (value - _EPOCH).days})
+    raise TypeError(f"cannot wrap ordering value of type {type(value).__name__}")
+
+
+_WRAPPER_FOR_TYPE = {
+    "bool": "BooleanWrapper",
+    "int8": "IntWrapper",
+    "int16": "IntWrapper",
+    "int32": "IntWrapper",
+    "int64": "LongWrapper",
+    "float": "FloatWrapper",
+    "double": "DoubleWrapper",
+    "string": "StringWrapper",
+    "large_string": "StringWrapper",
+    "date32[day]": "DateWrapper",
+}
+
+
+def wrapper_for_type(dtype: pa.DataType) -> str | None:
+    """The wrapper record Hudi picks for an ordering value of this column type."""
+    if pa.types.is_decimal(dtype):
+        return "DecimalWrapper"
+    if pa.types.is_timestamp(dtype):
+        return "TimestampMicrosWrapper"
+    return _WRAPPER_FOR_TYPE.get(str(dtype))
+
+
+def encode_delete_records(records: Sequence[DeleteRecord]) -> bytes:
+    """Content of a delete block (version 3: Avro ``HoodieDeleteRecordList``).
+
+    Deletes without an ordering value carry ``IntWrapper(0)``, as Hudi writes
+    them ("natural order": the delete wins); otherwise the value is wrapped in
+    the record ``ordering_wrapper`` names (the column's Java type).
+    """
+    items = []
+    ns = avro_models.NAMESPACE
+    for rec in records:
+        value = rec.ordering_value
+        if value is None:
+            wrapped = (f"{ns}.IntWrapper", {"value": 0})
+        elif rec.ordering_wrapper:
+            wrapped = wrap_ordering_value(value)
+            raw = wrapped[1]["value"]
+            if rec.ordering_wrapper in ("IntWrapper", "LongWrapper") and isinstance(value, (int, bool)):
+                raw = int(value)
+            elif rec.ordering_wrapper in ("FloatWrapper", "DoubleWrapper"):
+                raw = float(value)
+            wrapped = (f"{ns}.{rec.ordering_wrapper}", {"value": raw})
+        else:
+            wrapped = wrap_ordering_value(value)
+        items.append({"recordKey": rec.record_key, "partitionPath": rec.partition_path, "orderingVal": wrapped})
+    buffer = io.BytesIO()
+    fastavro.schemaless_writer(buffer, avro_models.parsed("HoodieDeleteRecordList"), {"deleteRecordList": items})
+    payload = buffer.getvalue()
+    return struct.pack(">ii", DELETE_BLOCK_VERSION, len(payload)) + payload
+
+
+# -- counting ---------------------------------------------------------------------------
+
+
+def block_record_count(block: LogBlock) -> int | None:
+    """Records of a data block or keys of a delete block, read without decoding the records;
+    ``None`` for command and corrupt blocks. Raises :class:`CorruptFileError` on malformed content."""
+    kind = block.block_type
+    source = f"{block.file_path}@{block.offset}"
+    if kind in (BlockType.AVRO_DATA_BLOCK, BlockType.CDC_DATA_BLOCK):
+        if len(block.content) < 8:
+            raise CorruptFileError(f"{source}: Avro data block too short")
+        version, count = struct.unpack_from(">ii", block.content, 0)
+        if version != DATA_BLOCK_VERSION:
+            raise UnsupportedFeatureError(f"{source}: Avro data block version {version} (only 3 is supported)")
+        return count
+    if kind is BlockType.PARQUET_DATA_BLOCK:
+        if not block.content:
+            return 0
+        try:
+            return pq.ParquetFile(io.BytesIO(block.content)).metadata.num_rows
+        except Exception as exc:
+            raise CorruptFileError(f"{source}: cannot read parquet data block ({exc})") from exc
+    if kind is BlockType.HFILE_DATA_BLOCK:
+        from ..hfile.reader import read_hfile
+
+        return len(read_hfile(block.content, source))
+    if kind is BlockType.DELETE_BLOCK:
+        return len(decode_delete_block(block))
+    return None

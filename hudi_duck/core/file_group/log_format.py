@@ -1,0 +1,266 @@
+"""Hudi's log file format: framing of log blocks, reading and writing.
+
+A log file is a sequence of blocks::
+
+    #HUDI#                      magic (6 bytes)
+    int64  block size           bytes after this field up to and incl. the reverse pointer
+    int32  format version       1
+    int32  block type           see :class:`BlockType`
+    header map                  int32 count, then (int32 key, int32 len, utf-8 value)*
+    int64  content length
+    bytes  content
+    footer map                  same encoding as the header
+    int64  reverse pointer      total block length from the magic to the footer's end
+
+All integers are big-endian. A block whose size runs past the end of the file,
+whose reverse pointer disagrees with its size, or that is not followed by the
+next magic (or EOF) is *corrupt*; readers skip to the next magic, as Hudi does.
+A corrupt block keeps its header when it is still readable (a block cut short
+by a crash usually is), so a reader can say which instant lost data.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Iterator
+
+from ..errors import CorruptFileError
+
+MAGIC = b"#HUDI#"
+LOG_FORMAT_VERSION = 1
+_SCAN_BUFFER = 1 << 20
+
+
+class BlockType(IntEnum):
+    COMMAND_BLOCK = 0
+    DELETE_BLOCK = 1
+    CORRUPT_BLOCK = 2
+    AVRO_DATA_BLOCK = 3
+    HFILE_DATA_BLOCK = 4
+    PARQUET_DATA_BLOCK = 5
+    CDC_DATA_BLOCK = 6
+
+    @property
+    def is_data(self) -> bool:
+        return self in (BlockType.AVRO_DATA_BLOCK, BlockType.HFILE_DATA_BLOCK, BlockType.PARQUET_DATA_BLOCK)
+
+
+class HeaderKey(IntEnum):
+    INSTANT_TIME = 0
+    TARGET_INSTANT_TIME = 1
+    SCHEMA = 2
+    COMMAND_BLOCK_TYPE = 3
+    COMPACTED_BLOCK_TIMES = 4
+    RECORD_POSITIONS = 5
+    BLOCK_IDENTIFIER = 6
+    IS_PARTIAL = 7
+    BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS = 8
+
+
+class FooterKey(IntEnum):
+    RECORD_COUNT = 0
+
+
+class CommandType(IntEnum):
+    ROLLBACK_BLOCK = 0
+
+
+@dataclass
+class LogBlock:
+    """One block of a log file; ``content`` holds the raw content bytes."""
+
+    block_type: BlockType
+    header: dict[int, str] = field(default_factory=dict)
+    footer: dict[int, str] = field(default_factory=dict)
+    content: bytes = b""
+    file_path: str = ""
+    offset: int = 0  # offset of the block's magic in the file
+    length: int = 0  # bytes from the magic to the end of the reverse pointer
+
+    @property
+    def instant_time(self) -> str | None:
+        return self.header.get(HeaderKey.INSTANT_TIME)
+
+    @property
+    def target_instant_time(self) -> str | None:
+        return self.header.get(HeaderKey.TARGET_INSTANT_TIME)
+
+    @property
+    def schema(self) -> str | None:
+        return self.header.get(HeaderKey.SCHEMA)
+
+    @property
+    def is_rollback(self) -> bool:
+        return (
+            self.block_type is BlockType.COMMAND_BLOCK
+            and self.header.get(HeaderKey.COMMAND_BLOCK_TYPE) == str(int(CommandType.ROLLBACK_BLOCK))
+        )
+
+    @property
+    def compacted_block_times(self) -> list[str]:
+        value = self.header.get(HeaderKey.COMPACTED_BLOCK_TIMES)
+        return [t for t in value.split(",") if t] if value else []
+
+    def __repr__(self) -> str:
+        keys = {HeaderKey(k).name if k in HeaderKey._value2member_map_ else k: (v if len(v) < 40 else v[:37] + "...") for k, v in self.header.items()}
+        return f"LogBlock({self.block_type.name}, {self.file_path}@{self.offset}, header={keys}, content={len(self.content)}B)"
+
+
+# -- reading -------------------------------------------------------------------------
+
+
+def _read_map(buf: memoryview, pos: int) -> tuple[dict[int, str], int]:
+    (count,) = struct.unpack_from(">i", buf, pos)
+    pos += 4
+    if count < 0 or count > 1024:
+        raise CorruptFileError(f"implausible metadata map size {count}")
+    out: dict[int, str] = {}
+    for _ in range(count):
+        key, length = struct.unpack_from(">ii", buf, pos)
+        pos += 8
+        if length < 0 or pos + length > len(buf):
+            raise CorruptFileError("metadata value runs past the block")
+        out[key] = bytes(buf[pos : pos + length]).decode("utf-8")
+        pos += length
+    return out, pos
+
+
+def _block_is_corrupt(data: bytes, size_pos: int, block_size: int) -> bool:
+    """Hudi's check: the reverse pointer matches and the next magic (or EOF) follows."""
+    start = size_pos + 8  # position right after the size field
+    end = start + block_size
+    if block_size < 8 or end > len(data):
+        return True
+    (reverse,) = struct.unpack_from(">q", data, end - 8)
+    if reverse - len(MAGIC) != block_size:
+        return True
+    if end == len(data):
+        return False
+    tail = data[end : end + len(MAGIC)]
+    if len(tail) < len(MAGIC):
+        return False  # a partial magic at EOF reads as EOF
+    return tail != MAGIC
+
+
+def _next_magic(data: bytes, start: int) -> int:
+    found = data.find(MAGIC, start)
+    return found if found >= 0 else len(data)
+
+
+def iter_blocks(data: bytes, file_path: str = "") -> Iterator[LogBlock]:
+    """Yield every block of a log file's bytes, corrupt ranges as CORRUPT_BLOCK."""
+    view = memoryview(data)
+    pos = 0
+    while pos < len(data):
+        if len(data) - pos < len(MAGIC):
+            return  # trailing partial magic: EOF
+        if data[pos : pos + len(MAGIC)] != MAGIC:
+            raise CorruptFileError(
+                f"{file_path}: no log block magic at offset {pos}; not a Hudi log file"
+            )
+        magic_pos = pos
+        size_pos = pos + len(MAGIC)
+        if size_pos + 8 > len(data):
+            block_size = -1
+        else:
+            (block_size,) = struct.unpack_from(">q", data, size_pos)
+        if block_size < 0 or _block_is_corrupt(data, size_pos, block_size):
+            nxt = _next_magic(data, size_pos)
+            yield LogBlock(
+                BlockType.CORRUPT_BLOCK,
+                header=_salvage_header(view, size_pos, nxt),
+                content=bytes(view[size_pos:nxt]),
+                file_path=file_path,
+                offset=magic_pos,
+                length=nxt - magic_pos,
+            )
+            pos = nxt
+            continue
+        try:
+            block = _parse_block(view, size_pos + 8, size_pos + 8 + block_size, file_path, magic_pos)
+        except (CorruptFileError, struct.error, UnicodeDecodeError, ValueError):
+            end = size_pos + 8 + block_size
+            block = LogBlock(
+                BlockType.CORRUPT_BLOCK,
+                header=_salvage_header(view, size_pos, end),
+                content=bytes(view[size_pos:end]),
+                file_path=file_path,
+                offset=magic_pos,
+                length=end - magic_pos,
+            )
+        yield block
+        pos = size_pos + 8 + block_size
+
+
+def _salvage_header(view: memoryview, size_pos: int, end: int) -> dict[int, str]:
+    """The header of a corrupt block if it lies intact before ``end``, else ``{}``."""
+    start = size_pos + 8  # version, block type, then the header map
+    try:
+        bounded = view[:end]
+        version, _type_id = struct.unpack_from(">ii", bounded, start)
+        if version != LOG_FORMAT_VERSION:
+            return {}
+        header, _pos = _read_map(bounded, start + 8)
+    except (CorruptFileError, struct.error, UnicodeDecodeError):
+        return {}
+    return header
+
+
+def _parse_block(buf: memoryview, pos: int, end: int, file_path: str, magic_pos: int) -> LogBlock:
+    version, type_id = struct.unpack_from(">ii", buf, pos)
+    pos += 8
+    if version != LOG_FORMAT_VERSION:
+        raise CorruptFileError(f"{file_path}: unsupported log format version {version} at {magic_pos}")
+    block_type = BlockType(type_id)
+    header, pos = _read_map(buf, pos)
+    (content_length,) = struct.unpack_from(">q", buf, pos)
+    pos += 8
+    if content_length < 0 or pos + content_length > end:
+        raise CorruptFileError(f"{file_path}: block content runs past the block at {magic_pos}")
+    content = bytes(buf[pos : pos + content_length])
+    pos += content_length
+    footer, pos = _read_map(buf, pos)
+    if pos + 8 != end:
+        raise CorruptFileError(f"{file_path}: block at {magic_pos} has trailing bytes")
+    return LogBlock(block_type, header, footer, content, file_path, magic_pos, end - magic_pos)
+
+
+def read_log_file(data: bytes, file_path: str = "") -> list[LogBlock]:
+    return list(iter_blocks(data, file_path))
+
+
+# -- writing -------------------------------------------------------------------------
+
+
+def _encode_map(values: dict[int, str]) -> bytes:
+    out = io.BytesIO()
+    out.write(struct.pack(">i", len(values)))
+    for key, value in values.items():
+        encoded = value.encode("utf-8")
+        out.write(struct.pack(">ii", int(key), len(encoded)))
+        out.write(encoded)
+    return out.getvalue()
+
+
+def encode_block(
+    block_type: BlockType,
+    header: dict[int, str],
+    content: bytes,
+    footer: dict[int, str] | None = None,
+) -> bytes:
+    """Bytes of one framed block, ready to append to a log file."""
+    body = b"".join(
+        [
+            struct.pack(">ii", LOG_FORMAT_VERSION, int(block_type)),
+            _encode_map(header),
+            struct.pack(">q", len(content)),
+            content,
+            _encode_map(footer or {}),
+        ]
+    )
+    block_size = len(body) + 8  # body plus the reverse pointer
+    total = len(MAGIC) + 8 + len(body)
+    return MAGIC + struct.pack(">q", block_size) + body + struct.pack(">q", total)

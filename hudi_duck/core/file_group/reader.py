@@ -1,0 +1,211 @@
+"""Reading one file slice: base file rows merged with its log records.
+
+``merge_slice_logs`` does the work every reader needs for a slice with logs:
+scan and decode the log blocks, fold the log records, and decide against the
+base file which base rows disappear and which log rows appear. Readers that
+scan base files themselves (DuckDB) apply that decision; ``read_slice``
+applies it in Arrow for the Python API and for compaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..merge.rules import (
+    NO_ORDERING,
+    LogEntry,
+    MergeConfig,
+    fold_log_records,
+    merge_with_base,
+    ordering_of,
+    ordering_of_delete,
+)
+from ..schema.evolution import align_to_schema
+from ..schema.meta_fields import IS_DELETED, OPERATION, RECORD_KEY
+from ..storage.storage import Storage
+from .file_slice import FileSlice
+from .log_blocks import decode_data_block, decode_delete_block
+from .log_format import BlockType
+from .log_scanner import SkippedBlock, report_skipped_blocks, scan_slice_logs
+
+KeyExtractor = Callable[[pa.Table], pa.Array]
+
+_DELETE_OPERATIONS = ("D", "-U")
+
+
+@dataclass
+class SliceReadContext:
+    """Everything needed to read slices of one table for one query."""
+
+    storage: Storage
+    schema: pa.Schema  # output schema (meta columns first when the table has them)
+    merge: MergeConfig
+    admit: Callable[[str], bool]  # which log block instants count
+    key_of: KeyExtractor | None = None  # record keys of rows (virtual-key tables)
+
+    @classmethod
+    def for_table(cls, table: Any, admit: Callable[[str], bool]) -> "SliceReadContext":
+        """The context to read a table's slices; virtual-key tables get their key generator."""
+        key_of = None if table.has_meta_fields else table.key_generator.record_keys
+        return cls(table.storage, table.schema, table.merge_config, admit, key_of)
+
+    def keys(self, table: pa.Table) -> pa.Array:
+        if self.key_of is not None:
+            return self.key_of(table)
+        return table.column(RECORD_KEY)
+
+
+@dataclass
+class SliceLogMerge:
+    """The outcome of merging a slice's logs with its base file."""
+
+    log_rows: pa.Table  # winning log records, in the output schema
+    dropped_base_rows: list[int]  # physical row numbers of base rows that disappear
+    stats: dict[str, int] = field(default_factory=dict)
+    #: corrupt blocks skipped although a read instant's records may be in them
+    skipped_blocks: list[SkippedBlock] = field(default_factory=list)
+
+
+def _data_entries(raw: pa.Table, aligned: pa.Table, ctx: SliceReadContext, first_row: int) -> list[LogEntry]:
+    keys = ctx.keys(aligned).to_pylist()
+    field_name = ctx.merge.ordering_field
+    if field_name and field_name in raw.column_names:
+        column = raw.column(field_name)
+        orderings = [ordering_of(v, column.type) for v in column.to_pylist()]
+    else:
+        orderings = [NO_ORDERING] * len(keys)
+    deletes = [False] * len(keys)
+    if IS_DELETED in ctx.schema.names and IS_DELETED in aligned.column_names:
+        flags = aligned.column(IS_DELETED)
+        if pa.types.is_boolean(flags.type):
+            deletes = [bool(v) for v in pc.fill_null(flags, False).to_pylist()]
+    if OPERATION in ctx.schema.names and OPERATION in aligned.column_names:
+        ops = aligned.column(OPERATION).to_pylist()
+        deletes = [d or (op in _DELETE_OPERATIONS) for d, op in zip(deletes, ops)]
+    return [
+        LogEntry(key, is_del, order, first_row + i)
+        for i, (key, is_del, order) in enumerate(zip(keys, deletes, orderings))
+        if key is not None
+    ]
+
+
+def scan_log_records(
+    ctx: SliceReadContext, slice_: FileSlice
+) -> tuple[pa.Table, list[LogEntry], dict[str, int], list[SkippedBlock]]:
+    """All admitted log records of a slice (output schema), their entries in scan order,
+    and the corrupt blocks the scan skipped."""
+    scan = scan_slice_logs(ctx.storage, slice_.log_files, ctx.admit)
+    tables: list[pa.Table] = []
+    entries: list[LogEntry] = []
+    rows = 0
+    for block in scan.blocks:
+        if block.block_type is BlockType.DELETE_BLOCK:
+            for record in decode_delete_block(block):
+                ordering = ordering_of_delete(record.ordering_value, record.ordering_wrapper)
+                entries.append(LogEntry(record.record_key, True, ordering, None))
+            continue
+        aligned = decode_data_block(block, ctx.schema)
+        if aligned.num_rows == 0:
+            continue
+        raw = _raw_block_table(block, aligned)
+        entries.extend(_data_entries(raw, aligned, ctx, rows))
+        tables.append(aligned)
+        rows += aligned.num_rows
+    log_table = pa.concat_tables(tables) if tables else ctx.schema.empty_table()
+    stats = {
+        "log_blocks": scan.total_blocks,
+        "corrupt_blocks": scan.corrupt_blocks,
+        "rollback_blocks": scan.rollback_blocks,
+        "log_records": len(entries),
+    }
+    return log_table, entries, stats, scan.skipped
+
+
+def _raw_block_table(block, aligned: pa.Table) -> pa.Table:
+    """Which columns the block itself carried (ordering from a missing column is 'none')."""
+    from ..schema.avro_arrow import avro_field_names
+
+    if block.block_type is BlockType.PARQUET_DATA_BLOCK:
+        names = pq.read_schema(pa.BufferReader(block.content)).names if block.content else []
+    elif block.schema:
+        names = avro_field_names(block.schema)
+    else:
+        names = aligned.column_names
+    return aligned.select([n for n in aligned.column_names if n in names])
+
+
+def corrupt_blocks(ctx: SliceReadContext, slice_: FileSlice) -> list[SkippedBlock]:
+    """The corrupt blocks a merge of the slice would skip, from the log framing alone (nothing decoded)."""
+    return scan_slice_logs(ctx.storage, slice_.log_files, ctx.admit).skipped
+
+
+def read_base_keys(ctx: SliceReadContext, slice_: FileSlice) -> tuple[pa.Array | None, pa.Array | None]:
+    """Record keys and ordering values of a slice's base file, in physical row order."""
+    if slice_.base_file is None:
+        return None, None
+    ordering = ctx.merge.ordering_field
+    wanted = [RECORD_KEY] if ctx.key_of is None else None
+    with ctx.storage.open(slice_.base_file.path) as handle:
+        parquet = pq.ParquetFile(handle)
+        names = parquet.schema_arrow.names
+        columns = list(wanted) if wanted else list(names)
+        if ordering and ordering in names and ordering not in columns:
+            columns.append(ordering)
+        table = parquet.read(columns=columns)
+    keys = ctx.keys(table)
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    order = None
+    if ordering and ordering in table.column_names:
+        order = table.column(ordering).combine_chunks()
+    return keys, order
+
+
+def merge_slice_logs(ctx: SliceReadContext, slice_: FileSlice) -> SliceLogMerge:
+    """Decide the rows of a slice with logs: base rows to drop, log rows to add."""
+    log_table, entries, stats, skipped = scan_log_records(ctx, slice_)
+    if not entries:
+        return SliceLogMerge(ctx.schema.empty_table(), [], stats, skipped)
+    ctx.merge.require_supported(ctx.storage.uri(slice_.log_files[0].path))
+    states = fold_log_records(entries, ctx.merge.mode)
+    base_keys, base_order = read_base_keys(ctx, slice_)
+    outcome = merge_with_base(base_keys, base_order, states, ctx.merge.mode)
+    winners = log_table.take(pa.array(outcome.winning_log_rows, pa.int64())) if outcome.winning_log_rows else ctx.schema.empty_table()
+    stats["dropped_base_rows"] = len(outcome.dropped_base_rows)
+    stats["log_rows"] = winners.num_rows
+    return SliceLogMerge(winners, outcome.dropped_base_rows, stats, skipped)
+
+
+def read_base_file(ctx: SliceReadContext, slice_: FileSlice) -> pa.Table:
+    if slice_.base_file is None:
+        return ctx.schema.empty_table()
+    with ctx.storage.open(slice_.base_file.path) as handle:
+        table = pq.read_table(handle)
+    return align_to_schema(table, ctx.schema, ctx.storage.uri(slice_.base_file.path))
+
+
+def read_slice_with_stats(ctx: SliceReadContext, slice_: FileSlice) -> tuple[pa.Table, dict[str, int]]:
+    """All rows of a slice, merged, in the output schema, and what the merge saw."""
+    base = read_base_file(ctx, slice_)
+    if not slice_.log_files:
+        return base, {}
+    merged = merge_slice_logs(ctx, slice_)
+    report_skipped_blocks(merged.skipped_blocks)
+    if merged.dropped_base_rows:
+        keep = pc.invert(
+            pc.is_in(pa.array(range(base.num_rows), pa.int64()), pa.array(merged.dropped_base_rows, pa.int64()))
+        )
+        base = base.filter(keep)
+    if merged.log_rows.num_rows == 0:
+        return base, merged.stats
+    return pa.concat_tables([base, merged.log_rows]), merged.stats
+
+
+def read_slice(ctx: SliceReadContext, slice_: FileSlice) -> pa.Table:
+    """All rows of a slice, merged, in the output schema."""
+    return read_slice_with_stats(ctx, slice_)[0]

@@ -1,0 +1,1 @@
+"""Table schemas: Hudi's meta columns, Avro <-> Arrow mapping and schema evolution."""

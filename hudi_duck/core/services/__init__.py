@@ -1,0 +1,1 @@
+"""Table services: compaction, clustering, clean, archival, rollback and savepoint."""

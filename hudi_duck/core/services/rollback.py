@@ -1,0 +1,409 @@
+"""Rollback: undo a failed (pending) or the latest completed write instant.
+
+As Hudi 0.14 does it:
+
+1. ``<t>.rollback.requested`` holds a ``HoodieRollbackPlan``: per file group,
+   the files to delete (new base files) and the log files whose blocks must be
+   undone. Plans come from the write's markers, or (without markers) from its
+   commit metadata / a listing of files carrying its instant time.
+2. ``.rollback.inflight``; then base files are deleted and, for log files, a
+   *rollback command block* targeting the instant is appended as a new log
+   file version (readers then skip the instant's blocks).
+3. The rolled-back instant's timeline files are removed, then
+   ``<t>.rollback`` (``HoodieRollbackMetadata``) completes the rollback.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..avro import models as avro_models
+from ..config.table_config import TableConfig
+from ..errors import TimelineError
+from ..file_group.log_format import BlockType, CommandType, HeaderKey, encode_block
+from ..file_group.naming import parse_base_file, parse_log_file
+from ..storage.storage import Storage
+from ..timeline.active import Timeline
+from ..timeline.instant import Action, Instant, State, new_instant_time
+from ..write.handles import next_log_version
+from ..write.markers import IOType, delete_markers, list_markers
+
+ROLLBACK_WRITE_TOKEN = "1-0-1"
+
+
+@dataclass
+class RollbackRequest:
+    partition_path: str
+    file_id: str = ""
+    latest_base_instant: str = ""
+    files_to_delete: list[str] = field(default_factory=list)  # relative paths
+    log_blocks: dict[str, int] = field(default_factory=dict)  # relative log path -> size
+
+    def to_avro(self, storage: Storage) -> dict[str, Any]:
+        return {
+            "partitionPath": self.partition_path,
+            "fileId": self.file_id,
+            "latestBaseInstant": self.latest_base_instant,
+            "filesToBeDeleted": [storage.uri(p) for p in self.files_to_delete],
+            "logBlocksToBeDeleted": {_log_uri(storage, p): size for p, size in self.log_blocks.items()},
+        }
+
+
+def _log_uri(storage: Storage, rel: str) -> str:
+    """A log file's path as Hudi 0.14 records it in rollback plans and metadata.
+
+    Java takes it from the qualified ``HoodieLogFile`` path, so local files carry
+    ``file:`` (the v6 rollback fixture: ``file:/opt/.../.<id>_<t>.log.1_0-33-43``),
+    while deleted base files are plain paths.
+    """
+    uri = storage.uri(rel)
+    if storage.is_local and uri.startswith("/"):
+        return "file:" + uri
+    return uri
+
+
+def _relative(storage: Storage, path: str) -> str:
+    """A plan path (absolute, maybe ``file:``-prefixed) back to a table-relative path."""
+    root = storage.uri("").rstrip("/")
+    for prefix in ("file://", "file:"):
+        if path.startswith(prefix) and not root.startswith(prefix):
+            path = path[len(prefix) :]
+    if path.startswith(root + "/"):
+        return path[len(root) + 1 :]
+    return path
+
+
+def _file_size(storage: Storage, rel: str) -> int:
+    try:
+        return storage.size(rel)
+    except Exception:
+        return 0
+
+
+def requests_from_markers(storage: Storage, config: TableConfig, instant_time: str) -> list[RollbackRequest] | None:
+    markers = list_markers(storage, instant_time)
+    if not markers:
+        return None
+    requests = []
+    for marker in markers:
+        if marker.io_type in (IOType.CREATE, IOType.MERGE):
+            if storage.exists(marker.data_path):
+                requests.append(RollbackRequest(marker.partition_path, files_to_delete=[marker.data_path]))
+            continue
+        log = parse_log_file(marker.partition_path, marker.file_name)
+        if log is None or not storage.exists(log.path):
+            continue
+        requests.append(
+            RollbackRequest(
+                marker.partition_path,
+                file_id=log.file_id,
+                latest_base_instant=log.instant_time,
+                log_blocks={log.path: _file_size(storage, log.path)},
+            )
+        )
+    return requests
+
+
+def requests_from_listing(
+    storage: Storage, config: TableConfig, timeline: Timeline, instant: Instant
+) -> list[RollbackRequest]:
+    """Without markers: base files named with the instant, logs its write stats name."""
+    partitions: set[str] = set()
+    log_paths: dict[str, tuple[str, str, str]] = {}
+    completed = timeline.state_file(instant.requested_time, State.COMPLETED)
+    if completed is not None:
+        metadata = timeline.commit_metadata(completed)
+        partitions.update(metadata.partition_to_write_stats)
+        for stat in metadata.write_stats():
+            path = stat.get("path") or ""
+            partition = stat.get("partitionPath") or ""
+            log = parse_log_file(partition, posixpath.basename(path))
+            if log is not None:
+                log_paths[log.path] = (partition, log.file_id, log.instant_time)
+    else:
+        from ..table.fs_view import FileSystemView
+
+        partitions.update(FileSystemView(storage, config, timeline).partitions)
+    requests = []
+    for partition in sorted(partitions):
+        for info in storage.list(partition):
+            base = parse_base_file(partition, info.name)
+            if base is not None and base.instant_time == instant.requested_time:
+                requests.append(RollbackRequest(partition, files_to_delete=[base.path]))
+    for path, (partition, file_id, base_instant) in sorted(log_paths.items()):
+        if storage.exists(path):
+            requests.append(
+                RollbackRequest(partition, file_id=file_id, latest_base_instant=base_instant, log_blocks={path: _file_size(storage, path)})
+            )
+    return requests
+
+
+def _instant_info(instant: Instant, timeline: Timeline) -> dict[str, str]:
+    group = timeline.group(instant.requested_time)
+    action = instant.action
+    if group is not None and not instant.is_completed:
+        action = group.pending_action
+    return {"commitTime": instant.requested_time, "action": action}
+
+
+def schedule_rollback(
+    storage: Storage, config: TableConfig, timeline: Timeline, instant: Instant, rollback_time: str | None = None
+) -> tuple[Instant, dict[str, Any]]:
+    """Write ``<t>.rollback.requested`` with the plan to undo ``instant``."""
+    requests = requests_from_markers(storage, config, instant.requested_time)
+    if requests is None:
+        requests = requests_from_listing(storage, config, timeline, instant)
+    plan = {
+        "instantToRollback": _instant_info(instant, timeline),
+        "RollbackRequests": [r.to_avro(storage) for r in requests],
+        "version": 1,
+    }
+    rollback_time = rollback_time or new_instant_time(config.timeline_timezone_utc, after=timeline.last_instant_time)
+    requested = timeline.create_requested(
+        rollback_time, Action.ROLLBACK, avro_models.write_container("HoodieRollbackPlan", plan)
+    )
+    return requested, plan
+
+
+def _append_rollback_block(storage: Storage, rel_log: str, target: str, rollback_time: str) -> tuple[str, int]:
+    partition = posixpath.dirname(rel_log)
+    log = parse_log_file(partition, posixpath.basename(rel_log))
+    if log is None:
+        raise TimelineError(f"not a log file: {storage.uri(rel_log)}")
+    # header order as Hudi 0.14 serialises it (the v6 rollback fixture's log.2 is byte-identical)
+    header = {
+        HeaderKey.INSTANT_TIME: rollback_time,
+        HeaderKey.COMMAND_BLOCK_TYPE: str(int(CommandType.ROLLBACK_BLOCK)),
+        HeaderKey.TARGET_INSTANT_TIME: target,
+    }
+    block = encode_block(BlockType.COMMAND_BLOCK, header, b"")
+    version = next_log_version(storage, partition, log.file_id, log.instant_time)
+    from ..file_group.naming import log_file_name
+
+    name = log_file_name(log.file_id, log.instant_time, version, ROLLBACK_WRITE_TOKEN)
+    path = posixpath.join(partition, name) if partition else name
+    storage.write(path, block)
+    return path, len(block)
+
+
+def execute_rollback_requests(
+    storage: Storage,
+    timeline: Timeline,
+    target_info: dict[str, str],
+    requests: list[dict[str, Any]],
+    rollback_time: str,
+    revert_pending_plan: bool = True,
+) -> dict[str, Any]:
+    """Undo an instant's files as planned, remove the instant; returns rollback metadata.
+
+    ``revert_pending_plan``: a pending compaction / clustering goes back to requested
+    (its plan stays); a restore passes False to remove it entirely."""
+    started = time.perf_counter()
+    target = target_info["commitTime"]
+    partitions: dict[str, dict[str, Any]] = {}
+
+    def partition_meta(partition: str) -> dict[str, Any]:
+        return partitions.setdefault(
+            partition,
+            {
+                "partitionPath": partition,
+                "successDeleteFiles": [],
+                "failedDeleteFiles": [],
+                "rollbackLogFiles": {},
+                "logFilesFromFailedCommit": {},
+            },
+        )
+
+    deleted = 0
+    for request in requests:
+        partition = request.get("partitionPath") or ""
+        meta = partition_meta(partition)
+        for path in request.get("filesToBeDeleted") or []:
+            rel = _relative(storage, path)
+            if storage.exists(rel):
+                storage.delete(rel)
+                deleted += 1
+            meta["successDeleteFiles"].append(path)
+        for path, size in (request.get("logBlocksToBeDeleted") or {}).items():
+            rel = _relative(storage, path)
+            written, written_size = _append_rollback_block(storage, rel, target, rollback_time)
+            meta["rollbackLogFiles"][_log_uri(storage, written)] = written_size
+            meta["logFilesFromFailedCommit"][path] = int(size)
+    metadata = {
+        "startRollbackTime": rollback_time,
+        "timeTakenInMillis": int((time.perf_counter() - started) * 1000),
+        "totalFilesDeleted": deleted,
+        "commitsRollback": [target],
+        "partitionMetadata": partitions,
+        "version": 1,
+        "instantsRollback": [dict(target_info)],
+    }
+    # the rolled-back instant disappears before the rollback completes, as in Hudi;
+    # a pending compaction or clustering keeps its plan (Hudi reverts it to requested)
+    if revert_pending_plan and keeps_plan(timeline, target):
+        timeline.delete_instant(target, [State.INFLIGHT])
+    else:
+        timeline.delete_instant(target)
+    delete_markers(storage, target)
+    return metadata
+
+
+def keeps_plan(timeline: Timeline, requested_time: str) -> bool:
+    """A pending compaction / log compaction / clustering: rolling it back reverts it to
+    requested (``rollbackInflightCompaction`` / ``rollbackInflightClustering``) instead of
+    deleting the plan. For compactions this matters: logs written while it was pending
+    are named after its instant and belong to the slice it opens."""
+    group = timeline.group(requested_time)
+    if group is None or group.latest.is_completed:
+        return False
+    if any(i.action in (Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING) for i in group.by_state.values()):
+        return True
+    return any(i.requested_time == requested_time for i in timeline.pending_clustering())
+
+
+def execute_rollback(
+    storage: Storage, config: TableConfig, timeline: Timeline, requested: Instant, plan: dict[str, Any]
+) -> dict[str, Any]:
+    """Carry out a scheduled rollback and complete it."""
+    inflight = timeline.state_file(requested.requested_time, State.INFLIGHT)
+    if inflight is None:
+        inflight = timeline.transition_to_inflight(requested, b"")
+    metadata = execute_rollback_requests(
+        storage, timeline, plan["instantToRollback"], plan.get("RollbackRequests") or [], requested.requested_time
+    )
+    timeline.complete(inflight, avro_models.write_container("HoodieRollbackMetadata", metadata))
+    return metadata
+
+
+def rollback(storage: Storage, config: TableConfig, timeline: Timeline, instant: Instant) -> dict[str, Any]:
+    requested, plan = schedule_rollback(storage, config, timeline, instant)
+    return execute_rollback(storage, config, timeline, requested, plan)
+
+
+def complete_pending_rollbacks(storage: Storage, config: TableConfig, timeline: Timeline) -> list[str]:
+    """Finish rollbacks a crashed writer left requested or inflight."""
+    done = []
+    for instant in timeline.pending([Action.ROLLBACK]):
+        requested = timeline.state_file(instant.requested_time, State.REQUESTED)
+        plan = timeline.avro_details(instant.requested_time, State.REQUESTED)
+        if requested is None or plan is None:
+            continue
+        execute_rollback(storage, config, timeline, requested, plan)
+        done.append(instant.requested_time)
+    return done
+
+
+def rollback_failed_writes(storage: Storage, config: TableConfig, timeline: Timeline) -> list[str]:
+    """Roll back every pending write (not compaction or clustering plans), oldest first.
+
+    The single-writer default (``hoodie.failed.writes.cleaner.policy=EAGER``):
+    a write that is still pending when the next writer starts has failed.
+    """
+    rolled = complete_pending_rollbacks(storage, config, timeline)
+    for instant in sorted(timeline.pending([Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT]), key=lambda i: i.requested_time):
+        if instant in timeline.pending_clustering():
+            continue
+        rollback(storage, config, timeline, instant)
+        rolled.append(instant.requested_time)
+    return rolled
+
+
+# -- reading rollbacks (pending and completed) -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RollbackFile:
+    """A file a rollback deletes or appends a rollback block to.
+
+    ``kind``: ``deleted`` / ``delete_failed`` (files of the rolled-back instant),
+    ``rollback_log`` (a log file holding the rollback command block),
+    ``failed_commit_log`` (a log file the rolled-back instant appended to);
+    pending rollbacks list their plan: ``to_delete`` / ``to_roll_back``.
+    """
+
+    partition_path: str
+    path: str  # as Hudi recorded it (absolute, maybe ``file:``-prefixed)
+    kind: str
+    size: int | None = None
+
+    @property
+    def file_name(self) -> str:
+        return posixpath.basename(self.path)
+
+
+@dataclass(frozen=True)
+class RollbackInfo:
+    """A rollback instant: its plan (``HoodieRollbackPlan``) and result (``HoodieRollbackMetadata``)."""
+
+    instant_time: str
+    state: State
+    completion_time: str | None
+    rolled_back_instants: tuple[str, ...]
+    rolled_back_action: str | None
+    total_files_deleted: int | None
+    time_taken_ms: int | None
+    partitions: tuple[str, ...]
+    files: tuple[RollbackFile, ...]
+
+
+def _rollback_files_done(metadata: dict[str, Any]) -> list[RollbackFile]:
+    out = []
+    for partition, info in sorted((metadata.get("partitionMetadata") or {}).items()):
+        partition = info.get("partitionPath", partition)
+        out += [RollbackFile(partition, p, "deleted") for p in info.get("successDeleteFiles") or ()]
+        out += [RollbackFile(partition, p, "delete_failed") for p in info.get("failedDeleteFiles") or ()]
+        out += [RollbackFile(partition, p, "rollback_log", int(n)) for p, n in (info.get("rollbackLogFiles") or {}).items()]
+        out += [
+            RollbackFile(partition, p, "failed_commit_log", int(n))
+            for p, n in (info.get("logFilesFromFailedCommit") or {}).items()
+        ]
+    return out
+
+
+def _rollback_files_planned(plan: dict[str, Any]) -> list[RollbackFile]:
+    out = []
+    for request in plan.get("RollbackRequests") or ():
+        partition = request.get("partitionPath") or ""
+        out += [RollbackFile(partition, p, "to_delete") for p in request.get("filesToBeDeleted") or ()]
+        out += [RollbackFile(partition, p, "to_roll_back", int(n)) for p, n in (request.get("logBlocksToBeDeleted") or {}).items()]
+    return out
+
+
+def rollback_infos(timeline: Timeline) -> list[RollbackInfo]:
+    """Every rollback on the active timeline, oldest first."""
+    out = []
+    for group in timeline.instant_groups():
+        if not any(i.action == Action.ROLLBACK for i in group.by_state.values()):
+            continue
+        latest = group.latest
+        plan = timeline.avro_details(group.requested_time, State.REQUESTED) or {}
+        metadata = timeline.avro_details(group.requested_time, State.COMPLETED) if latest.is_completed else None
+        target = plan.get("instantToRollback") or {}
+        if metadata is not None:
+            instants = tuple(metadata.get("commitsRollback") or ())
+            infos = metadata.get("instantsRollback") or []
+            action = infos[0].get("action") if infos else target.get("action")
+            files = _rollback_files_done(metadata)
+            partitions = tuple(sorted({p.get("partitionPath", k) for k, p in (metadata.get("partitionMetadata") or {}).items()}))
+        else:
+            instants = (target["commitTime"],) if target.get("commitTime") else ()
+            action = target.get("action")
+            files = _rollback_files_planned(plan)
+            partitions = tuple(sorted({f.partition_path for f in files}))
+        out.append(
+            RollbackInfo(
+                instant_time=group.requested_time,
+                state=latest.state,
+                completion_time=latest.completion_time if latest.is_completed else None,
+                rolled_back_instants=instants,
+                rolled_back_action=action,
+                total_files_deleted=metadata.get("totalFilesDeleted") if metadata is not None else None,
+                time_taken_ms=metadata.get("timeTakenInMillis") if metadata is not None else None,
+                partitions=partitions,
+                files=tuple(files),
+            )
+        )
+    return out

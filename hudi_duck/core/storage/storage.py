@@ -1,0 +1,195 @@
+"""Storage access through fsspec.
+
+A :class:`Storage` is rooted at a table's base path and speaks in paths
+relative to it, the way Hudi's timeline and file names do. Local paths and any
+fsspec URL (``s3://``, ``gs://``, ``memory://``, ...) work the same.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import uuid
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import fsspec
+from fsspec.core import url_to_fs
+
+from ..errors import HudiError, TableNotFoundError
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One entry of a directory listing, relative to the storage root."""
+
+    path: str  # relative to the root, '/'-separated
+    size: int
+    is_dir: bool
+    mtime: float | None = None
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.path)
+
+
+def _mtime(entry: dict[str, Any]) -> float | None:
+    for key in ("mtime", "LastModified", "last_modified", "updated", "created"):
+        value = entry.get(key)
+        if value is None:
+            continue
+        if hasattr(value, "timestamp"):
+            return float(value.timestamp())
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            continue
+    return None
+
+
+class Storage:
+    """A filesystem rooted at ``base_uri`` (a table's base path)."""
+
+    def __init__(self, base_uri: str, storage_options: dict[str, Any] | None = None):
+        base_uri = str(base_uri)
+        if "://" not in base_uri:
+            base_uri = os.path.abspath(os.path.expanduser(base_uri))
+        self.base_uri = base_uri.rstrip("/") or "/"
+        self.storage_options = dict(storage_options or {})
+        self.fs, root = url_to_fs(self.base_uri, **self.storage_options)
+        self.root = root.rstrip("/") if root not in ("/", "") else root
+        protocol = self.fs.protocol
+        self.protocol = protocol[0] if isinstance(protocol, (tuple, list)) else protocol
+
+    # -- paths -------------------------------------------------------------
+    @property
+    def is_local(self) -> bool:
+        return self.protocol in ("file", "local")
+
+    def abs(self, rel: str = "") -> str:
+        """Filesystem path (without protocol) of ``rel``."""
+        rel = rel.strip("/")
+        if not rel:
+            return self.root
+        return f"{self.root}/{rel}" if self.root != "/" else f"/{rel}"
+
+    def uri(self, rel: str = "") -> str:
+        """A URL other readers (DuckDB, pyarrow) can open for ``rel``."""
+        path = self.abs(rel)
+        if self.is_local:
+            return path
+        return self.fs.unstrip_protocol(path)
+
+    def child(self, rel: str) -> "Storage":
+        return Storage(self.uri(rel), self.storage_options)
+
+    # -- reads -------------------------------------------------------------
+    def exists(self, rel: str = "") -> bool:
+        return bool(self.fs.exists(self.abs(rel)))
+
+    def is_dir(self, rel: str = "") -> bool:
+        return bool(self.fs.isdir(self.abs(rel)))
+
+    def size(self, rel: str) -> int:
+        return int(self.fs.size(self.abs(rel)))
+
+    def read(self, rel: str) -> bytes:
+        try:
+            return self.fs.cat_file(self.abs(rel))
+        except FileNotFoundError as exc:
+            raise TableNotFoundError(f"file not found: {self.uri(rel)}") from exc
+
+    def read_range(self, rel: str, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of ``rel`` (a ranged GET on object stores)."""
+        return self.fs.cat_file(self.abs(rel), start=start, end=end)
+
+    def open(self, rel: str, mode: str = "rb", **kwargs: Any):
+        return self.fs.open(self.abs(rel), mode, **kwargs)
+
+    def list(self, rel: str = "") -> list[FileInfo]:
+        """Entries directly under ``rel``; an absent directory lists as empty."""
+        path = self.abs(rel)
+        try:
+            entries = self.fs.ls(path, detail=True)
+        except FileNotFoundError:
+            return []
+        out: list[FileInfo] = []
+        prefix_len = len(self.root.rstrip("/")) + 1 if self.root != "/" else 1
+        for entry in entries:
+            name = entry["name"].rstrip("/")
+            if name == path.rstrip("/"):
+                continue
+            rel_path = name[prefix_len:] if name.startswith(self.root) else name
+            out.append(
+                FileInfo(
+                    path=rel_path,
+                    size=int(entry.get("size") or 0),
+                    is_dir=entry.get("type") == "directory",
+                    mtime=_mtime(entry),
+                )
+            )
+        out.sort(key=lambda f: f.path)
+        return out
+
+    def walk_files(self, rel: str = "", skip_dirs: tuple[str, ...] = ()) -> Iterator[FileInfo]:
+        """Every file below ``rel``, not descending into ``skip_dirs`` names."""
+        stack = [rel]
+        while stack:
+            current = stack.pop()
+            for info in self.list(current):
+                if info.is_dir:
+                    if info.name not in skip_dirs:
+                        stack.append(info.path)
+                else:
+                    yield info
+
+    # -- writes ------------------------------------------------------------
+    def makedirs(self, rel: str) -> None:
+        self.fs.makedirs(self.abs(rel), exist_ok=True)
+
+    def write(self, rel: str, data: bytes) -> None:
+        parent = posixpath.dirname(rel)
+        if parent:
+            self.makedirs(parent)
+        with self.fs.open(self.abs(rel), "wb") as handle:
+            handle.write(data)
+
+    def write_if_absent(self, rel: str, data: bytes) -> bool:
+        """Create ``rel`` with ``data`` unless it exists; report whether it did.
+
+        Used for timeline files, which must never be overwritten.
+        """
+        if self.exists(rel):
+            return False
+        self.write(rel, data)
+        return True
+
+    def write_atomic(self, rel: str, data: bytes) -> None:
+        """Write to a temporary name and rename, so readers never see half a file."""
+        parent = posixpath.dirname(rel)
+        tmp = posixpath.join(parent, f".{posixpath.basename(rel)}.{uuid.uuid4().hex}.tmp")
+        self.write(tmp, data)
+        self.rename(tmp, rel)
+
+    def rename(self, src: str, dst: str) -> None:
+        self.fs.mv(self.abs(src), self.abs(dst))
+
+    def delete(self, rel: str, recursive: bool = False) -> None:
+        try:
+            self.fs.rm(self.abs(rel), recursive=recursive)
+        except FileNotFoundError:
+            pass
+
+    def __repr__(self) -> str:
+        return f"Storage({self.base_uri!r})"
+
+
+def get_storage(base_uri: str, storage_options: dict[str, Any] | None = None) -> Storage:
+    """Build a :class:`Storage`, turning fsspec's own errors into clear ones."""
+    try:
+        return Storage(base_uri, storage_options)
+    except (ValueError, ImportError) as exc:
+        raise HudiError(f"cannot open storage for {base_uri!r}: {exc}") from exc
+
+
+__all__ = ["FileInfo", "Storage", "get_storage", "fsspec"]

@@ -1,0 +1,1 @@
+"""A Hudi table: configuration, timeline and file system view together, and read plans over it."""

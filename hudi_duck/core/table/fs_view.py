@@ -1,0 +1,239 @@
+"""File system view: the file slices a query reads, as of an instant.
+
+Rules (the ones Apache Hudi and hudi-rs agree on):
+
+* A base file counts only if the instant that wrote it completed (or predates
+  the active timeline, i.e. was archived).
+* Table version 6 names a log file after its slice's base instant; a log of a
+  pending compaction belongs to the slice before it ("merged file slice").
+  Versions 8+ name a log after the delta commit that wrote it and place it in
+  the slice with the greatest base instant at or before that commit's
+  completion time.
+* File groups replaced by completed replace commits (insert overwrite,
+  delete partition, clustering) disappear.
+* A query as of time T reads, per file group, the slice with the greatest base
+  instant <= T (requested-time semantics, as hudi-rs does).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable, Iterable
+
+from ..config.table_config import METAFOLDER, TableConfig
+from ..file_group.file_slice import FileGroup, FileSlice
+from ..file_group.naming import (
+    BaseFile,
+    LogFile,
+    is_partition_metafile,
+    parse_base_file,
+    parse_log_file,
+)
+from ..storage.storage import Storage
+from ..timeline.active import Timeline
+from ..timeline.instant import Action
+
+#: Folders that are never partitions.
+_SKIP_DIRS = (METAFOLDER,)
+
+
+@dataclass(frozen=True)
+class Partition:
+    path: str  # relative partition path ('' for non-partitioned tables)
+
+
+class FileSystemView:
+    """Lists a table's data files once and answers slice questions from memory."""
+
+    def __init__(self, storage: Storage, config: TableConfig, timeline: Timeline):
+        self.storage = storage
+        self.config = config
+        self.timeline = timeline
+        self.base_ext = config.base_file_extension
+        self.files_listed = 0
+
+    # -- listing ----------------------------------------------------------------
+    @cached_property
+    def partitions(self) -> list[str]:
+        """Partition paths, found by their ``.hoodie_partition_metadata`` marker."""
+        found: list[str] = []
+        stack = [""]
+        while stack:
+            current = stack.pop()
+            entries = self.storage.list(current)
+            if any((not e.is_dir) and is_partition_metafile(e.name) for e in entries):
+                found.append(current)
+            for entry in entries:
+                if entry.is_dir and entry.name not in _SKIP_DIRS and not entry.name.startswith("."):
+                    stack.append(entry.path)
+        if not found and not self.config.is_partitioned:
+            found.append("")
+        return sorted(found)
+
+    def list_partition(self, partition: str) -> tuple[list[BaseFile], list[LogFile]]:
+        bases: list[BaseFile] = []
+        logs: list[LogFile] = []
+        for info in self.storage.list(partition):
+            if info.is_dir:
+                continue
+            self.files_listed += 1
+            if info.name.startswith("."):
+                log = parse_log_file(partition, info.name, info.size)
+                if log is not None and not log.is_cdc:
+                    logs.append(log)
+                continue
+            base = parse_base_file(partition, info.name, info.size)
+            if base is not None and base.extension == self.base_ext:
+                bases.append(base)
+        return bases, logs
+
+    # -- commit status ----------------------------------------------------------------
+    @cached_property
+    def _earliest_active_write(self) -> str | None:
+        """Earliest instant of a write action on the active timeline (any state).
+
+        Files older than this were written by archived instants and count as
+        committed, as Hudi's ``containsOrBeforeTimelineStarts`` does.
+        """
+        times = []
+        for group in self.timeline.instant_groups():
+            if any(i.action in Action.WRITE_ACTIONS for i in group.by_state.values()):
+                times.append(group.requested_time)
+        return min(times) if times else None
+
+    def is_committed(self, instant_time: str) -> bool:
+        if instant_time in self.timeline.completed_write_times:
+            return True
+        earliest = self._earliest_active_write
+        return earliest is None or instant_time < earliest
+
+    @cached_property
+    def _compaction_times(self) -> frozenset[str]:
+        """Requested times of compactions (pending or done): slice boundaries."""
+        return frozenset(
+            g.requested_time
+            for g in self.timeline.instant_groups()
+            if any(i.action == Action.COMPACTION for i in g.by_state.values())
+        )
+
+    # -- file groups -----------------------------------------------------------------
+    def file_groups(self, partitions: Iterable[str] | None = None) -> list[FileGroup]:
+        """Every file group with its committed slices (no as-of filtering yet)."""
+        wanted = self.partitions if partitions is None else list(partitions)
+        groups: list[FileGroup] = []
+        for partition in wanted:
+            groups.extend(self._groups_of_partition(partition))
+        return groups
+
+    def _groups_of_partition(self, partition: str) -> list[FileGroup]:
+        bases, logs = self.list_partition(partition)
+        groups: dict[str, FileGroup] = {}
+
+        def group(file_id: str) -> FileGroup:
+            if file_id not in groups:
+                groups[file_id] = FileGroup(partition, file_id)
+            return groups[file_id]
+
+        for base in bases:
+            if self.is_committed(base.instant_time):
+                group(base.file_id).slice_for(base.instant_time).base_file = base
+        for log in sorted(logs, key=LogFile.sort_key):
+            key = self._slice_key_of_log(group(log.file_id), log)
+            if key is not None:
+                group(log.file_id).slice_for(key).log_files.append(log)
+        return [g for g in groups.values() if g.slices]
+
+    def _slice_key_of_log(self, group: FileGroup, log: LogFile) -> str | None:
+        if self.config.version >= 8:
+            return self._slice_key_v8(group, log)
+        # version 6: the log file names its slice's base instant; accept it when
+        # that instant is committed or is a compaction (which opens a new slice).
+        if self.is_committed(log.instant_time) or log.instant_time in self._compaction_times:
+            return log.instant_time
+        return None
+
+    def _slice_key_v8(self, group: FileGroup, log: LogFile) -> str | None:
+        if not self.is_committed(log.instant_time):
+            return None
+        completion = self.timeline.completion_time(log.instant_time) or log.instant_time
+        candidates = [t for t, s in group.slices.items() if s.base_file is not None and t <= completion]
+        if candidates:
+            return max(candidates)
+        return log.instant_time  # a log-only slice
+
+    # -- slices as of an instant ----------------------------------------------------------
+    def replaced_file_groups(self, as_of: str | None) -> set[tuple[str, str]]:
+        return self.timeline.replaced_file_groups(as_of)
+
+    def latest_slices(
+        self,
+        as_of: str | None = None,
+        partitions: Iterable[str] | None = None,
+        read_optimized: bool = False,
+        file_group_filter: Callable[[FileGroup], bool] | None = None,
+        replaced: set[tuple[str, str]] | None = None,
+        base_visible: Callable[[str], bool] | None = None,
+    ) -> list[FileSlice]:
+        """The slice each visible file group shows as of ``as_of`` (None: latest).
+
+        ``base_visible`` hides base files whose instant does not count for the
+        query (an incremental read ending before a compaction completed).
+        """
+        if replaced is None:
+            replaced = self.replaced_file_groups(as_of)
+        out: list[FileSlice] = []
+        for group in self.file_groups(partitions):
+            if (group.partition_path, group.file_id) in replaced:
+                continue
+            if file_group_filter is not None and not file_group_filter(group):
+                continue
+            chosen = self._slice_as_of(group, as_of, read_optimized, base_visible)
+            if chosen is not None:
+                out.append(chosen)
+        return out
+
+    def _slice_as_of(
+        self,
+        group: FileGroup,
+        as_of: str | None,
+        read_optimized: bool,
+        base_visible: Callable[[str], bool] | None = None,
+    ) -> FileSlice | None:
+        ordered = [s for s in group.ordered_slices() if as_of is None or s.base_instant_time <= as_of]
+        if base_visible is not None:
+            ordered = [
+                s
+                if s.base_file is None or base_visible(s.base_instant_time)
+                else FileSlice(s.partition_path, s.file_id, s.base_instant_time, None, s.log_files)
+                for s in ordered
+            ]
+            ordered = [s for s in ordered if s.base_file is not None or s.log_files]
+        if read_optimized:
+            with_base = [s for s in ordered if s.base_file is not None]
+            if not with_base:
+                return None
+            latest = with_base[-1]
+            return FileSlice(latest.partition_path, latest.file_id, latest.base_instant_time, latest.base_file, [])
+        if not ordered:
+            return None
+        latest = ordered[-1]
+        if latest.base_file is None and len(ordered) > 1 and latest.base_instant_time in self._compaction_times:
+            # pending (or not-yet-visible) compaction: merge with the previous slice
+            previous = ordered[-2]
+            return FileSlice(
+                previous.partition_path,
+                previous.file_id,
+                previous.base_instant_time,
+                previous.base_file,
+                previous.log_files + latest.log_files,
+            )
+        return latest
+
+    def __repr__(self) -> str:
+        return f"FileSystemView({self.storage.uri()}, partitions={len(self.partitions)})"
+
+
+def relative_partition_of(path: str) -> str:
+    return posixpath.dirname(path)

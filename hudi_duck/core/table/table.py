@@ -1,0 +1,102 @@
+"""A Hudi table opened for reading: configuration, timeline, files and schema."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..config.table_config import TableConfig
+from ..errors import SchemaError
+from ..merge.rules import MergeConfig, resolve_merge_config
+from ..schema.avro_arrow import avro_to_arrow, parse_avro_schema
+from ..schema.meta_fields import with_meta_fields, without_meta_fields
+from ..storage.storage import Storage, get_storage
+from ..timeline.active import Timeline
+from .fs_view import FileSystemView
+
+
+class HudiTable:
+    """Entry point of the core: everything the readers and writer derive from a base path."""
+
+    def __init__(self, base_uri: str, storage_options: dict[str, Any] | None = None):
+        self.storage: Storage = get_storage(base_uri, storage_options)
+        self.config: TableConfig = TableConfig.load(self.storage)
+
+    @property
+    def base_uri(self) -> str:
+        return self.storage.base_uri
+
+    @cached_property
+    def timeline(self) -> Timeline:
+        return Timeline.load(self.storage, self.config)
+
+    @cached_property
+    def file_system_view(self) -> FileSystemView:
+        return FileSystemView(self.storage, self.config, self.timeline)
+
+    @cached_property
+    def merge_config(self) -> MergeConfig:
+        return resolve_merge_config(self.config)
+
+    @cached_property
+    def key_generator(self):
+        from ..keygen import key_generator_from_table_config
+
+        return key_generator_from_table_config(self.config)
+
+    # -- schema -----------------------------------------------------------------------
+    @cached_property
+    def avro_schema(self) -> str | None:
+        """Table schema (Avro JSON) as readers resolve it: latest commit, then a
+        data file, then ``hoodie.table.create.schema``."""
+        timeline = self.timeline
+        latest = timeline.latest_completed_write
+        if latest is not None:
+            metadata = timeline.commit_metadata(latest)
+            if metadata.schema:
+                return metadata.schema
+        return self.config.create_schema
+
+    @cached_property
+    def data_schema(self) -> pa.Schema:
+        """Arrow schema of the data columns (no meta columns)."""
+        avro = self.avro_schema
+        if avro:
+            parse_avro_schema(avro)
+            return without_meta_fields(avro_to_arrow(avro))
+        schema = self._schema_from_data_file()
+        if schema is None:
+            raise SchemaError(f"{self.base_uri}: cannot determine the table schema (no commits, no create schema)")
+        return without_meta_fields(schema)
+
+    def _schema_from_data_file(self) -> pa.Schema | None:
+        latest = self.timeline.latest_completed_write
+        if latest is None:
+            return None
+        for stat in self.timeline.commit_metadata(latest).write_stats():
+            path = stat.get("path") or ""
+            if path.endswith(".parquet"):
+                with self.storage.open(path) as handle:
+                    return pq.read_schema(handle)
+        return None
+
+    @cached_property
+    def schema(self) -> pa.Schema:
+        """Output schema of queries: meta columns (when stored) then data columns."""
+        if self.config.populate_meta_fields:
+            return with_meta_fields(self.data_schema)
+        return self.data_schema
+
+    @property
+    def has_meta_fields(self) -> bool:
+        return self.config.populate_meta_fields
+
+    def __repr__(self) -> str:
+        cfg = self.config
+        return (
+            f"HudiTable({self.base_uri!r}, name={cfg.name!r}, type={cfg.table_type.value}, "
+            f"version={cfg.version}, partitions={cfg.partition_fields})"
+        )

@@ -1,0 +1,344 @@
+"""The active timeline: every instant of a table and the files describing it.
+
+Only *completed* write instants make data visible. Pending compactions and
+clusterings matter to file-slice planning; failed (inflight) writes must be
+ignored by readers until a rollback removes their files.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Iterable
+
+import fastavro
+
+from ..config.table_config import TableConfig
+from ..errors import CorruptFileError, TimelineError
+from ..storage.storage import Storage
+from .commit_metadata import AVRO_MAGIC, CommitMetadata
+from .instant import Action, Instant, State
+
+_PENDING_ACTION_FAMILY = {
+    # layout 1 keeps the pending action's requested/inflight files next to the
+    # completed file of another action; these map the completed action back.
+    Action.COMPACTION: Action.COMMIT,
+    Action.LOG_COMPACTION: Action.DELTA_COMMIT,
+    Action.CLUSTERING: Action.REPLACE_COMMIT,
+}
+
+
+@dataclass
+class InstantFiles:
+    """All timeline files of one requested time, by state."""
+
+    requested_time: str
+    by_state: dict[State, Instant] = field(default_factory=dict)
+
+    @property
+    def latest(self) -> Instant:
+        return max(self.by_state.values(), key=lambda i: i.state.rank)
+
+    @property
+    def pending_action(self) -> str:
+        """The action name of the requested/inflight state (e.g. ``compaction``)."""
+        for state in (State.REQUESTED, State.INFLIGHT):
+            if state in self.by_state:
+                return self.by_state[state].action
+        return self.latest.action
+
+
+def read_avro_instant(data: bytes, source: str) -> dict[str, Any] | None:
+    """Decode an Avro container timeline file (plans, clean/rollback metadata)."""
+    if not data:
+        return None
+    if not data.startswith(AVRO_MAGIC):
+        try:
+            return json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CorruptFileError(f"{source}: neither Avro nor JSON ({exc})") from exc
+    try:
+        records = list(fastavro.reader(io.BytesIO(data)))
+    except Exception as exc:
+        raise CorruptFileError(f"{source}: cannot decode Avro timeline file ({exc})") from exc
+    return records[0] if records else None
+
+
+class Timeline:
+    """A table's active timeline (layout 1 or 2)."""
+
+    def __init__(self, storage: Storage, config: TableConfig, groups: dict[str, InstantFiles]):
+        self.storage = storage
+        self.config = config
+        self.layout_version = config.timeline_layout_version
+        self.timeline_dir = config.timeline_path
+        self._groups = dict(sorted(groups.items()))
+        self._metadata_cache: dict[str, CommitMetadata] = {}
+        #: savepoint files (they share the time of the commit they pin, so live apart)
+        self.savepoint_instants: list[Instant] = []
+
+    # -- loading ------------------------------------------------------------------
+    @classmethod
+    def load(cls, storage: Storage, config: TableConfig) -> "Timeline":
+        groups: dict[str, InstantFiles] = {}
+        savepoints: list[Instant] = []
+        for info in storage.list(config.timeline_path):
+            if info.is_dir:
+                continue
+            instant = Instant.parse_file_name(info.name)
+            if instant is None:
+                continue
+            if instant.action == Action.SAVEPOINT:
+                # a savepoint reuses the time of the commit it pins
+                savepoints.append(instant)
+                continue
+            group = groups.setdefault(instant.requested_time, InstantFiles(instant.requested_time))
+            previous = group.by_state.get(instant.state)
+            if previous is not None and previous.action != instant.action:
+                # e.g. '<ts>.compaction.requested' and '<ts>.commit' are one instant;
+                # two *different* completed actions at one time are corrupt.
+                if instant.state is State.COMPLETED:
+                    raise TimelineError(
+                        f"{storage.uri(config.timeline_path)}: two completed instants share time "
+                        f"{instant.requested_time} ({previous.action}, {instant.action})"
+                    )
+            group.by_state[instant.state] = instant
+        timeline = cls(storage, config, groups)
+        timeline.savepoint_instants = sorted(savepoints, key=lambda i: (i.requested_time, i.state.rank))
+        return timeline
+
+    # -- instants -----------------------------------------------------------------
+    @cached_property
+    def instants(self) -> list[Instant]:
+        """Each instant in its latest state, ordered by requested time."""
+        return [group.latest for group in self._groups.values()]
+
+    def group(self, requested_time: str) -> InstantFiles | None:
+        return self._groups.get(requested_time)
+
+    def instant_groups(self) -> list[InstantFiles]:
+        """Every requested time with all its state files."""
+        return list(self._groups.values())
+
+    def completed(self, actions: Iterable[str] | None = None) -> list[Instant]:
+        wanted = set(actions) if actions is not None else None
+        out = [i for i in self.instants if i.is_completed and (wanted is None or i.action in wanted)]
+        if wanted is not None and Action.SAVEPOINT in wanted:
+            out += [i for i in self.savepoint_instants if i.is_completed]
+            out.sort(key=lambda i: i.requested_time)
+        return out
+
+    def pending(self, actions: Iterable[str] | None = None) -> list[Instant]:
+        wanted = set(actions) if actions is not None else None
+        out = []
+        for group in self._groups.values():
+            latest = group.latest
+            if latest.is_completed:
+                continue
+            if wanted is None or latest.action in wanted:
+                out.append(latest)
+        return out
+
+    @cached_property
+    def completed_writes(self) -> list[Instant]:
+        """Completed commit/deltacommit/replacecommit instants (incl. compaction,
+        log compaction and clustering results), in requested-time order."""
+        return self.completed(Action.WRITE_ACTIONS)
+
+    @cached_property
+    def completed_write_times(self) -> frozenset[str]:
+        return frozenset(i.requested_time for i in self.completed_writes)
+
+    def is_completed(self, requested_time: str) -> bool:
+        group = self._groups.get(requested_time)
+        return bool(group and group.latest.is_completed)
+
+    def completion_time(self, requested_time: str) -> str | None:
+        group = self._groups.get(requested_time)
+        if group is None or not group.latest.is_completed:
+            return None
+        return group.latest.completion_time
+
+    def was_action(self, requested_time: str, action: str) -> bool:
+        """Whether the instant at ``requested_time`` was scheduled as ``action``."""
+        group = self._groups.get(requested_time)
+        return bool(group and any(i.action == action for i in group.by_state.values()))
+
+    def pending_compaction_times(self) -> list[str]:
+        return [i.requested_time for i in self.pending([Action.COMPACTION])]
+
+    def pending_log_compaction_times(self) -> list[str]:
+        return [i.requested_time for i in self.pending([Action.LOG_COMPACTION])]
+
+    def pending_clustering(self) -> list[Instant]:
+        """Pending clustering instants (layout 2 ``clustering``; layout 1 pending
+        ``replacecommit`` whose requested file holds a clustering plan)."""
+        out = []
+        for instant in self.pending([Action.CLUSTERING, Action.REPLACE_COMMIT]):
+            if instant.action == Action.CLUSTERING:
+                out.append(instant)
+                continue
+            requested = self.read_details(self._groups[instant.requested_time].by_state.get(State.REQUESTED, instant))
+            plan = read_avro_instant(requested, instant.requested_time) if requested else None
+            if plan and plan.get("operationType") == "CLUSTER":
+                out.append(instant)
+        return out
+
+    @property
+    def last_instant_time(self) -> str | None:
+        return self.instants[-1].requested_time if self.instants else None
+
+    @property
+    def latest_completed_write(self) -> Instant | None:
+        writes = self.completed_writes
+        return writes[-1] if writes else None
+
+    # -- instant files --------------------------------------------------------------
+    def file_of(self, instant: Instant) -> str:
+        return f"{self.timeline_dir}/{instant.file_name(self.layout_version)}"
+
+    def read_details(self, instant: Instant) -> bytes:
+        path = self.file_of(instant)
+        try:
+            return self.storage.read(path)
+        except Exception as exc:
+            raise TimelineError(f"cannot read timeline file {self.storage.uri(path)}: {exc}") from exc
+
+    def state_file(self, requested_time: str, state: State) -> Instant | None:
+        group = self._groups.get(requested_time)
+        return group.by_state.get(state) if group else None
+
+    def commit_metadata(self, instant: Instant) -> CommitMetadata:
+        """Commit metadata of a completed write instant (cached)."""
+        key = instant.requested_time
+        cached = self._metadata_cache.get(key)
+        if cached is None:
+            path = self.storage.uri(self.file_of(instant))
+            cached = CommitMetadata.from_bytes(self.read_details(instant), path)
+            self._metadata_cache[key] = cached
+        return cached
+
+    def avro_details(self, requested_time: str, state: State) -> dict[str, Any] | None:
+        """Decoded Avro payload of one state file (plans, clean/rollback metadata)."""
+        instant = self.state_file(requested_time, state)
+        if instant is None:
+            return None
+        return read_avro_instant(self.read_details(instant), self.storage.uri(self.file_of(instant)))
+
+    # -- the archived timeline ------------------------------------------------------------
+    @cached_property
+    def archived_instants(self) -> list:
+        """Instants moved to the archived timeline (v6 archive logs / v8+ LSM history)."""
+        from .archived import load_archived_timeline
+
+        return load_archived_timeline(self.storage, self.config)
+
+    def archived_completed_writes(self) -> list[tuple[Instant, CommitMetadata]]:
+        """Completed write instants of the archived timeline with their commit metadata."""
+        out = []
+        for archived in self.archived_instants:
+            if not archived.is_completed or archived.action not in Action.WRITE_ACTIONS:
+                continue
+            metadata = archived.commit_metadata() or CommitMetadata()
+            out.append((archived.to_instant(), metadata))
+        return out
+
+    # -- derived views --------------------------------------------------------------
+    def latest_schema(self, before_or_on: str | None = None) -> str | None:
+        """Writer schema of the latest completed write (optionally as of a time)."""
+        found = self.latest_schema_instant(before_or_on)
+        return found[1] if found else None
+
+    def latest_schema_instant(self, before_or_on: str | None = None) -> tuple[Instant, str] | None:
+        """The latest completed write carrying a writer schema, and that schema."""
+        for instant in reversed(self.completed_writes):
+            if before_or_on is not None and instant.requested_time > before_or_on:
+                continue
+            schema = self.commit_metadata(instant).schema
+            if schema:
+                return instant, schema
+        return None
+
+    def replaced_file_groups(self, before_or_on: str | None = None) -> set[tuple[str, str]]:
+        """(partition, file id) pairs replaced by completed replace commits."""
+        out: set[tuple[str, str]] = set()
+        for instant in self.completed([Action.REPLACE_COMMIT]):
+            if before_or_on is not None and instant.requested_time > before_or_on:
+                continue
+            for partition, ids in self.commit_metadata(instant).replaced_file_ids().items():
+                out.update((partition, file_id) for file_id in ids)
+        return out
+
+    # -- writing instants (the commit protocol) ---------------------------------------------
+    def _write_state(self, instant: Instant, content: bytes) -> Instant:
+        path = self.file_of(instant)
+        if not self.storage.write_if_absent(path, content):
+            raise TimelineError(f"timeline file already exists: {self.storage.uri(path)}")
+        group = self._groups.setdefault(instant.requested_time, InstantFiles(instant.requested_time))
+        group.by_state[instant.state] = instant
+        self._invalidate()
+        return instant
+
+    def create_requested(self, requested_time: str, action: str, content: bytes = b"") -> Instant:
+        """Start an instant: ``<t>.<action>.requested``."""
+        if requested_time in self._groups:
+            raise TimelineError(f"instant {requested_time} already exists on {self.storage.uri(self.timeline_dir)}")
+        return self._write_state(Instant(requested_time, action, State.REQUESTED), content)
+
+    def transition_to_inflight(self, requested: Instant, content: bytes = b"") -> Instant:
+        return self._write_state(Instant(requested.requested_time, requested.action, State.INFLIGHT), content)
+
+    def complete(self, inflight: Instant, content: bytes, completion_time: str | None = None) -> Instant:
+        """Publish an instant: its completed file appears last, atomically."""
+        completed = inflight.with_state(State.COMPLETED)
+        if self.layout_version >= 2:
+            from .instant import new_instant_time
+
+            completed = Instant(
+                completed.requested_time,
+                completed.action,
+                State.COMPLETED,
+                completion_time or new_instant_time(self.config.timeline_timezone_utc, after=inflight.requested_time),
+            )
+        path = self.file_of(completed)
+        if self.storage.exists(path):
+            raise TimelineError(f"timeline file already exists: {self.storage.uri(path)}")
+        self.storage.write_atomic(path, content)
+        group = self._groups.setdefault(completed.requested_time, InstantFiles(completed.requested_time))
+        group.by_state[State.COMPLETED] = completed
+        self._invalidate()
+        return completed
+
+    def delete_instant(self, requested_time: str, states: Iterable[State] | None = None) -> None:
+        """Remove an instant's files (rollback of a failed write removes them all)."""
+        group = self._groups.get(requested_time)
+        if group is None:
+            return
+        wanted = set(states) if states is not None else set(group.by_state)
+        # completed file first, so a crash never leaves a completed instant without its plan
+        for state in sorted(wanted, key=lambda s: -s.rank):
+            instant = group.by_state.get(state)
+            if instant is not None:
+                self.storage.delete(self.file_of(instant))
+                del group.by_state[state]
+        if not group.by_state:
+            del self._groups[requested_time]
+        self._invalidate()
+
+    def _invalidate(self) -> None:
+        for name in ("instants", "completed_writes", "completed_write_times", "archived_instants"):
+            self.__dict__.pop(name, None)
+        self._metadata_cache.clear()
+
+    def reload(self) -> "Timeline":
+        return Timeline.load(self.storage, self.config)
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(str(i) for i in self.instants[-5:])
+        more = f"{len(self)} instants" + (f", last: {shown}" if shown else "")
+        return f"Timeline({self.storage.uri()}, layout {self.layout_version}, {more})"

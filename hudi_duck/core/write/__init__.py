@@ -1,0 +1,1 @@
+"""Writing file groups: write handles that create, merge and append files, and write markers."""

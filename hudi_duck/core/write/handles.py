@@ -1,0 +1,535 @@
+"""Write handles: how one write task turns records into data files.
+
+Named after Hudi's handles, and run wherever the data is (Spark executors):
+
+* **create**: inserts into new file groups (rolling over to a new file group
+  at ``hoodie.parquet.max.file.size``);
+* **merge**: copy-on-write update of one file group: the latest base file's
+  rows merged with incoming records into a new base file version;
+* **append**: merge-on-read update of one file group: incoming records as a
+  log data block and deletes as a delete block, in a new log file.
+
+Each handle writes its marker first and returns Hudi write stats (dicts).
+Record merging follows ``merge.py`` (the same rules readers apply).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..errors import WriteError
+from ..file_group import base_file as base_files
+from ..file_group.log_blocks import (
+    DeleteRecord,
+    encode_avro_records,
+    encode_delete_records,
+    encode_parquet_records,
+)
+from ..file_group.log_format import BlockType, HeaderKey, encode_block
+from ..file_group.naming import (
+    PARTITION_METAFILE,
+    base_file_name,
+    log_file_name,
+    new_file_id,
+    parse_log_file,
+    partition_depth,
+    partition_metafile_text,
+)
+from ..merge.rules import (
+    NO_ORDERING,
+    LogEntry,
+    MergeMode,
+    fold_log_records,
+    merge_with_base,
+    ordering_of,
+)
+from ..schema.avro_arrow import add_meta_fields_avro, avro_json, avro_to_arrow
+from ..schema.evolution import align_to_schema
+from ..schema.meta_fields import (
+    COMMIT_SEQNO,
+    COMMIT_TIME,
+    FILE_NAME,
+    META_FIELDS,
+    PARTITION_PATH,
+    RECORD_KEY,
+    with_meta_fields,
+    without_meta_fields,
+)
+from ..storage.storage import Storage
+from ..timeline.commit_metadata import new_write_stat
+from .markers import IOType, create_marker
+
+#: Columns the writer adds to incoming records: deletes (soft or hard) and hard
+#: deletes (the ``delete`` operation), which carry no ordering value.
+DELETE_FLAG = "_hd_is_delete"
+HARD_DELETE_FLAG = "_hd_hard_delete"
+
+
+@dataclass
+class WriteContext:
+    """Everything a task needs to write for one instant (picklable)."""
+
+    base_uri: str
+    instant_time: str
+    avro_schema: str  # writer schema (no meta fields), Avro JSON
+    merge_mode: MergeMode
+    ordering_field: str | None
+    is_mor: bool
+    storage_options: dict[str, Any] = field(default_factory=dict)
+    populate_meta_fields: bool = True
+    compression: str = "gzip"
+    max_file_size: int = 125829120
+    block_size: int = 125829120
+    page_size: int = 1048576
+    bloom_type: str = "DYNAMIC_V0"
+    bloom_num_entries: int = 60000
+    bloom_fpp: float = 0.000000001
+    bloom_max_entries: int = 100000
+    log_block_format: str = "avro"
+    #: ``hoodie.properties`` of a table that keeps no ``_hoodie_record_key``
+    #: (hoodie.populate.meta.fields=false): its key generator derives stored rows' keys
+    virtual_key_table: dict[str, str] = field(default_factory=dict)
+
+    @cached_property
+    def virtual_key_generator(self):
+        """The table's key generator (virtual-key tables only), built once per task."""
+        if not self.virtual_key_table:
+            return None
+        from ..config.table_config import TableConfig
+        from ..keygen import key_generator_from_table_config
+
+        return key_generator_from_table_config(TableConfig(props=dict(self.virtual_key_table)))
+
+    @cached_property
+    def storage(self) -> Storage:
+        return Storage(self.base_uri, self.storage_options)
+
+    @cached_property
+    def data_schema(self) -> pa.Schema:
+        return without_meta_fields(avro_to_arrow(self.avro_schema))
+
+    @cached_property
+    def full_schema(self) -> pa.Schema:
+        return with_meta_fields(self.data_schema) if self.populate_meta_fields else self.data_schema
+
+    @cached_property
+    def log_schema_json(self) -> str:
+        """The SCHEMA header of log blocks: the writer schema with meta fields."""
+        return avro_json(add_meta_fields_avro(self.avro_schema))
+
+    def write_base(
+        self,
+        rel: str,
+        records: pa.Table,
+        *,
+        file_id: str,
+        partition_path: str,
+        record_keys: pa.Array,
+        task: "TaskInfo",
+        max_file_size: int,
+        commit_time: str | None = None,
+        preserve_meta: Any = False,
+        overwrite: bool = False,
+    ) -> base_files.BaseFileWriteResult:
+        """Write one base file with this write's parquet, bloom and meta-field settings."""
+        return base_files.write_base_file(
+            self.storage,
+            rel,
+            records,
+            self.avro_schema,
+            commit_time=commit_time or self.instant_time,
+            file_id=file_id,
+            partition_path=partition_path,
+            record_keys=record_keys,
+            seqno_start=0,  # every file counts its records from 0, as Hudi's handles do
+            task_partition_id=task.partition_id,
+            bloom_type=self.bloom_type,
+            bloom_num_entries=self.bloom_num_entries,
+            bloom_fpp=self.bloom_fpp,
+            bloom_max_entries=self.bloom_max_entries,
+            compression=self.compression,
+            max_file_size=max_file_size,
+            block_size=self.block_size,
+            page_size=self.page_size,
+            populate_meta_fields=self.populate_meta_fields,
+            preserve_meta=preserve_meta,
+            overwrite=overwrite,
+        )
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        for cached in ("storage", "data_schema", "full_schema", "log_schema_json", "virtual_key_generator"):
+            state.pop(cached, None)
+        return state
+
+
+@dataclass
+class TaskInfo:
+    """Where in the engine a handle runs: names files and sequence numbers."""
+
+    partition_id: int = 0
+    stage_id: int = 0
+    attempt_id: int = 0
+
+    @property
+    def write_token(self) -> str:
+        return f"{self.partition_id}-{self.stage_id}-{self.attempt_id}"
+
+
+def ensure_partition_metadata(ctx: WriteContext, partition_path: str, task: TaskInfo) -> None:
+    """Write ``.hoodie_partition_metadata`` once per partition (temp file, then rename)."""
+    storage = ctx.storage
+    target = posixpath.join(partition_path, PARTITION_METAFILE) if partition_path else PARTITION_METAFILE
+    if storage.exists(target):
+        return
+    text = partition_metafile_text(ctx.instant_time, partition_depth(partition_path)).encode("utf-8")
+    temp = f"{target}_{task.partition_id}"
+    storage.write(temp, text)
+    try:
+        if not storage.exists(target):
+            storage.rename(temp, target)
+    finally:
+        storage.delete(temp)
+
+
+def _runtime(start: float, key: str) -> dict[str, int]:
+    stats = {"totalScanTime": 0, "totalUpsertTime": 0, "totalCreateTime": 0}
+    stats[key] = int((time.perf_counter() - start) * 1000)
+    return stats
+
+
+def _keys(table: pa.Table) -> pa.Array:
+    column = table.column(RECORD_KEY)
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def record_keys_of(ctx: WriteContext, table: pa.Table) -> pa.Array:
+    """Record keys of rows: the meta column, or (virtual keys) the key generator's."""
+    if RECORD_KEY in table.column_names:
+        return _keys(table)
+    generator = ctx.virtual_key_generator
+    if generator is None:
+        raise WriteError("records carry no _hoodie_record_key and the table's key generator is unknown")
+    return generator.record_keys(table).cast(pa.string())
+
+
+def _delete_flags(table: pa.Table) -> list[bool]:
+    if DELETE_FLAG not in table.column_names:
+        return [False] * table.num_rows
+    return [bool(v) for v in pc.fill_null(table.column(DELETE_FLAG), False).to_pylist()]
+
+
+def _incoming_entries(ctx: WriteContext, incoming: pa.Table) -> list[LogEntry]:
+    keys = _keys(incoming).to_pylist()
+    deletes = _delete_flags(incoming)
+    field_name = ctx.ordering_field
+    if field_name and field_name in incoming.column_names:
+        column = incoming.column(field_name)
+        orderings = [ordering_of(v, column.type) for v in column.to_pylist()]
+    else:
+        orderings = [NO_ORDERING] * len(keys)
+    entries = []
+    for row, (key, is_delete, ordering) in enumerate(zip(keys, deletes, orderings)):
+        if is_delete and DELETE_FLAG in incoming.column_names and _is_hard_delete(incoming, row):
+            ordering = NO_ORDERING
+        entries.append(LogEntry(key, is_delete, ordering, row))
+    return entries
+
+
+def _is_hard_delete(incoming: pa.Table, row: int) -> bool:
+    """Deletes of the ``delete`` operation carry no ordering value (they always win)."""
+    if HARD_DELETE_FLAG not in incoming.column_names:
+        return False
+    return bool(incoming.column(HARD_DELETE_FLAG)[row].as_py())
+
+
+def _with_meta(ctx: WriteContext, table: pa.Table, file_name: str, partition_path: str) -> pa.Table:
+    """Records with their meta columns filled as Hudi writes them for new rows."""
+    data = align_to_schema(table, ctx.data_schema, "incoming records")
+    if not ctx.populate_meta_fields:
+        return data
+    n = table.num_rows
+    keys = _keys(table)
+    columns = {
+        COMMIT_TIME: pa.array([ctx.instant_time] * n, pa.string()),
+        COMMIT_SEQNO: pa.nulls(n, pa.string()),
+        RECORD_KEY: keys.cast(pa.string()),
+        PARTITION_PATH: pa.array([partition_path] * n, pa.string()),
+        FILE_NAME: pa.array([file_name] * n, pa.string()),
+    }
+    arrays = [columns[name] for name in META_FIELDS] + list(data.columns)
+    return pa.Table.from_arrays(arrays, schema=ctx.full_schema)
+
+
+# -- create handle -----------------------------------------------------------------------
+
+
+def create_files(
+    ctx: WriteContext,
+    partition_path: str,
+    records: pa.Table,
+    task: TaskInfo,
+    file_id: str | None = None,
+    operation_io: IOType = IOType.CREATE,
+    preserve_meta: bool = False,
+) -> list[dict[str, Any]]:
+    """Write inserts into new file groups; one write stat per file.
+
+    ``preserve_meta`` keeps the records' commit time and sequence number
+    (clustering rewrites files without changing when records were written).
+    """
+    stats = []
+    if records.num_rows == 0:
+        return stats
+    ensure_partition_metadata(ctx, partition_path, task)
+    remaining = records.drop_columns([c for c in (DELETE_FLAG, HARD_DELETE_FLAG) if c in records.column_names])
+    next_index = 0
+    while remaining.num_rows:
+        start = time.perf_counter()
+        fid = file_id if (file_id and not stats) else new_file_id(next_index)
+        next_index += 1
+        name = base_file_name(fid, task.write_token, ctx.instant_time)
+        rel = posixpath.join(partition_path, name) if partition_path else name
+        create_marker(ctx.storage, ctx.instant_time, partition_path, name, operation_io)
+        result = ctx.write_base(
+            rel,
+            remaining,
+            file_id=fid,
+            partition_path=partition_path,
+            record_keys=record_keys_of(ctx, remaining),
+            task=task,
+            # a given file id is a bucket (bucket index): one file group, no rollover
+            max_file_size=0 if file_id else ctx.max_file_size,
+            preserve_meta=preserve_meta,
+        )
+        stat = result.to_write_stat(prev_commit="null", num_inserts=result.num_writes)
+        stat["runtimeStats"] = _runtime(start, "totalCreateTime")
+        stats.append(stat)
+        if result.rows_consumed <= 0:
+            raise WriteError(f"cannot write a single record within hoodie.parquet.max.file.size={ctx.max_file_size}")
+        remaining = remaining.slice(result.rows_consumed)
+    return stats
+
+
+# -- merge handle (copy-on-write update) ---------------------------------------------------
+
+
+def _read_base(ctx: WriteContext, rel_path: str) -> pa.Table:
+    with ctx.storage.open(rel_path) as handle:
+        table = pq.read_table(handle)
+    return align_to_schema(table, ctx.full_schema, ctx.storage.uri(rel_path))
+
+
+def merge_file(
+    ctx: WriteContext,
+    partition_path: str,
+    file_id: str,
+    base_rel_path: str,
+    base_instant: str,
+    incoming: pa.Table,
+    task: TaskInfo,
+) -> list[dict[str, Any]]:
+    """Rewrite a file group's base file with incoming updates, deletes and inserts."""
+    start = time.perf_counter()
+    ensure_partition_metadata(ctx, partition_path, task)
+    old = _read_base(ctx, base_rel_path)
+    entries = _incoming_entries(ctx, incoming)
+    states = fold_log_records(entries, MergeMode.COMMIT_TIME_ORDERING)
+    ordering = old.column(ctx.ordering_field).combine_chunks() if ctx.ordering_field in old.column_names else None
+    old_keys = record_keys_of(ctx, old)
+    outcome = merge_with_base(old_keys, ordering, states, ctx.merge_mode)
+    dropped = set(outcome.dropped_base_rows)
+    if dropped:
+        mask = np.ones(old.num_rows, dtype=bool)
+        mask[np.fromiter(dropped, dtype=np.int64, count=len(dropped))] = False
+        kept = old.filter(pa.array(mask))
+    else:
+        kept = old
+    new_rows = incoming.take(pa.array(outcome.winning_log_rows, pa.int64())) if outcome.winning_log_rows else None
+    name = base_file_name(file_id, task.write_token, ctx.instant_time)
+    rel = posixpath.join(partition_path, name) if partition_path else name
+    parts = [kept]
+    preserve = [True] * kept.num_rows
+    if new_rows is not None and new_rows.num_rows:
+        parts.append(_with_meta(ctx, new_rows, name, partition_path))
+        preserve += [False] * new_rows.num_rows
+    merged = pa.concat_tables([p.select(ctx.full_schema.names) for p in parts]) if len(parts) > 1 else kept
+    create_marker(ctx.storage, ctx.instant_time, partition_path, name, IOType.MERGE)
+    result = ctx.write_base(
+        rel,
+        merged,
+        file_id=file_id,
+        partition_path=partition_path,
+        record_keys=record_keys_of(ctx, merged),
+        task=task,
+        max_file_size=1 << 62,
+        preserve_meta=pa.array(preserve, pa.bool_()),
+    )
+    winners = pa.array(outcome.winning_log_rows, pa.int64())
+    new_keys = _keys(incoming).take(winners) if len(winners) else pa.array([], pa.string())
+    updates = 0
+    if len(new_keys):
+        updates = int(pc.sum(pc.is_in(new_keys.cast(pa.string()), value_set=old_keys.cast(pa.string()))).as_py() or 0)
+    deletes = len(dropped) - updates
+    stat = result.to_write_stat(
+        prev_commit=base_instant,
+        num_inserts=len(new_keys) - updates,
+        num_update_writes=updates,
+        num_deletes=max(deletes, 0),
+    )
+    stat["runtimeStats"] = _runtime(start, "totalUpsertTime")
+    return [stat]
+
+
+# -- append handle (merge-on-read update) -----------------------------------------------------
+
+
+def _maps_as_dicts(value: Any, dtype: pa.DataType) -> Any:
+    """Arrow's Python value of type ``dtype`` with every map (lists of pairs,
+    empty ones included) as a dict, as fastavro wants them."""
+    if value is None:
+        return None
+    if pa.types.is_map(dtype):
+        item_type = dtype.item_type
+        return {k: _maps_as_dicts(v, item_type) for k, v in value}
+    if pa.types.is_struct(dtype):
+        return {
+            dtype.field(i).name: _maps_as_dicts(value.get(dtype.field(i).name), dtype.field(i).type)
+            for i in range(dtype.num_fields)
+        }
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype):
+        return [_maps_as_dicts(v, dtype.value_type) for v in value]
+    return value
+
+
+def _avro_rows(table: pa.Table) -> list[dict[str, Any]]:
+    map_columns = {f.name: f.type for f in table.schema if _has_map(f.type)}
+    rows = table.to_pylist()
+    if map_columns:
+        for row in rows:
+            for name, dtype in map_columns.items():
+                row[name] = _maps_as_dicts(row[name], dtype)
+    return rows
+
+
+def _has_map(dtype: pa.DataType) -> bool:
+    if pa.types.is_map(dtype):
+        return True
+    if pa.types.is_struct(dtype):
+        return any(_has_map(dtype.field(i).type) for i in range(dtype.num_fields))
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return _has_map(dtype.value_type)
+    return False
+
+
+def next_log_version(storage: Storage, partition_path: str, file_id: str, base_instant: str) -> int:
+    """Version of a new log file of a slice: one past the highest existing (no appends)."""
+    highest = 0
+    for info in storage.list(partition_path):
+        log = parse_log_file(partition_path, info.name)
+        if log is not None and log.file_id == file_id and log.instant_time == base_instant:
+            highest = max(highest, log.version)
+    return highest + 1
+
+
+def append_log(
+    ctx: WriteContext,
+    partition_path: str,
+    file_id: str,
+    base_instant: str,
+    base_file: str | None,
+    incoming: pa.Table,
+    task: TaskInfo,
+) -> list[dict[str, Any]]:
+    """Append incoming updates (data block) and deletes (delete block) as a new log file."""
+    start = time.perf_counter()
+    ensure_partition_metadata(ctx, partition_path, task)
+    entries = _incoming_entries(ctx, incoming)
+    states = fold_log_records(entries, MergeMode.COMMIT_TIME_ORDERING)
+    data_rows = sorted(s.row for s in states.values() if not s.is_delete and s.row is not None)
+    deletes = [
+        DeleteRecord(key, partition_path, *_delete_ordering(incoming, s.row, ctx))
+        for key, s in states.items()
+        if s.is_delete
+    ]
+    blocks = []
+    header = {HeaderKey.INSTANT_TIME: ctx.instant_time, HeaderKey.SCHEMA: ctx.log_schema_json}
+    if data_rows:
+        records = _with_meta(ctx, incoming.take(pa.array(data_rows, pa.int64())), file_id, partition_path)
+        if ctx.populate_meta_fields:
+            seqnos = [f"{ctx.instant_time}_{task.partition_id}_{i}" for i in range(records.num_rows)]
+            records = records.set_column(records.schema.get_field_index(COMMIT_SEQNO), COMMIT_SEQNO, pa.array(seqnos, pa.string()))
+        else:  # virtual keys: the block schema keeps the meta fields, left empty as in base files
+            n = records.num_rows
+            records = pa.Table.from_arrays(
+                [pa.nulls(n, pa.string()) for _ in META_FIELDS] + list(records.columns),
+                names=list(META_FIELDS) + records.column_names,
+            )
+        if ctx.log_block_format == "parquet":
+            content = encode_parquet_records(records, ctx.log_schema_json, ctx.compression)
+            blocks.append(encode_block(BlockType.PARQUET_DATA_BLOCK, dict(header), content))
+        else:
+            content = encode_avro_records(_avro_rows(records), ctx.log_schema_json)
+            blocks.append(encode_block(BlockType.AVRO_DATA_BLOCK, dict(header), content))
+    if deletes:
+        content = encode_delete_records(deletes)
+        blocks.append(encode_block(BlockType.DELETE_BLOCK, dict(header), content))
+    if not blocks:
+        return []
+    version = next_log_version(ctx.storage, partition_path, file_id, base_instant)
+    name = log_file_name(file_id, base_instant, version, task.write_token)
+    rel = posixpath.join(partition_path, name) if partition_path else name
+    create_marker(ctx.storage, ctx.instant_time, partition_path, name, IOType.APPEND)
+    payload = b"".join(blocks)
+    ctx.storage.write(rel, payload)
+    log_files = sorted(
+        info.name
+        for info in ctx.storage.list(partition_path)
+        if (lf := parse_log_file(partition_path, info.name)) is not None
+        and lf.file_id == file_id
+        and lf.instant_time == base_instant
+    )
+    stat = new_write_stat(
+        fileId=file_id,
+        path=rel,
+        prevCommit=base_instant,
+        numWrites=len(data_rows) + len(deletes),
+        numDeletes=len(deletes),
+        numUpdateWrites=len(data_rows),
+        numInserts=0,
+        totalWriteBytes=len(payload),
+        partitionPath=partition_path,
+        fileSizeInBytes=len(payload),
+        runtimeStats=_runtime(start, "totalUpsertTime"),
+        logVersion=version,
+        logOffset=0,
+        baseFile=base_file or "",
+        logFiles=log_files,
+    )
+    return [stat]
+
+
+def _delete_ordering(incoming: pa.Table, row: int | None, ctx: WriteContext) -> tuple[Any, str | None]:
+    """Ordering value (and its wrapper) a delete block entry carries: the
+    record's own for soft deletes, none for the ``delete`` operation."""
+    from ..file_group.log_blocks import wrapper_for_type
+
+    if row is None or _is_hard_delete(incoming, row) or not ctx.ordering_field:
+        return None, None
+    if ctx.ordering_field not in incoming.column_names:
+        return None, None
+    column = incoming.column(ctx.ordering_field)
+    value = column[row].as_py()
+    wrapper = wrapper_for_type(column.type)
+    if value is None or wrapper is None:
+        return None, None
+    return value, wrapper
