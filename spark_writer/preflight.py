@@ -22,7 +22,7 @@ from hudi_duck.core.errors import WriteError
 log = logging.getLogger("spark_writer")
 
 #: What the executor side of a write imports: the executor functions, the core they call, its dependencies.
-EXECUTOR_MODULES = ("hudi_duck", "spark_writer.executor", "pyarrow", "fastavro", "numpy", "duckdb", "fsspec")
+EXECUTOR_MODULES = ("hudi_duck", "spark_writer.executor", "pyarrow", "fastavro", "numpy", "fsspec")
 SEE_README = '(see "Running on a cluster" in the README)'
 CLUSTER_HELP = (
     "Executors need hudi-duck and its dependencies in the Python they run (PYSPARK_PYTHON): install them there "

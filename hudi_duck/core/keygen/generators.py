@@ -9,8 +9,7 @@ from a folder name) for pruning.
 Rules follow the Avro write path of Hudi 0.14/0.15 (Spark datasource upsert and
 insert): every value is turned into a Java object first and then printed with
 Java's ``toString``, which is why this package carries small copies of Java's
-number, date and Joda-Time formatting (``java``, ``joda``). See ``/work/notes/key_generators.md`` for
-the research behind each rule.
+number, date and Joda-Time formatting (``java``, ``joda``).
 
 Known, deliberate differences from the JVM:
 
