@@ -203,7 +203,8 @@ def decode_values(cells: Iterable[tuple[bytes, bytes]], schema_json: str, source
     """Records of HFile cells written with ``schema_json`` (from the file info or the block header)."""
     from ..hfile.reader import decode_hfile_records
 
-    return [from_avro(value) for value in decode_hfile_records(list(cells), schema_json, source)]
+    values = decode_hfile_records(list(cells), schema_json, source, union_record_names=True)
+    return [from_avro(value) for value in values]
 
 
 # -- files partition ------------------------------------------------------------------------
