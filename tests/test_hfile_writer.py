@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from fixtures import fixture_id, fixture_zips, unzip_fixture
 
-from hudi_duck.core.file_group.log_format import BlockType, read_log_file
+from hudi_duck.core.file_group.log_format import BlockType, encode_block, read_log_file
 from hudi_duck.core.hfile.reader import open_hfile, parse_trailer, read_block
 from hudi_duck.core.hfile.writer import (
     HFileWriteError,
@@ -138,6 +138,48 @@ def test_hudi_rs_reads_rewritten_base_files(hbase_mdt, tmp_path, layout):
         assert got == expected, (layout, relative)
     minimum_levels = {"two_level_index": 2, "three_level_index": 3}.get(layout, 1)
     assert max(levels) >= minimum_levels
+
+
+@pytest.mark.parametrize("layout", ["uncompressed", "three_level_index"])
+def test_hudi_rs_lists_table_through_rewritten_metadata_table(tmp_path, layout):
+    """hudi-rs plans file slices from the metadata table (``hoodie.metadata.enable``); with every
+    HFile of the ``files`` partition rewritten by us (base files and log-block contents) it
+    plans the same slices."""
+    import hudi
+
+    zip_path = next(z for z in fixture_zips() if fixture_id(z).endswith("v8_trips_8i3u1d"))
+    table = Path(unzip_fixture(zip_path, tmp_path))
+
+    def slices():
+        builder = hudi.HudiTableBuilder.from_base_uri(str(table)).with_option("hoodie.metadata.enable", "true")
+        return sorted(
+            (s.partition_path, s.file_id, s.base_file_name, tuple(s.log_file_names))
+            for s in builder.build().get_file_slices()
+        )
+
+    expected = slices()
+    options = LAYOUTS[layout]
+    folder = table / ".hoodie" / "metadata" / "files"
+    rewritten = 0
+    for path in sorted(folder.glob("*.hfile")):
+        records, schema = _records(path.read_bytes())
+        path.write_bytes(write_hudi_base_hfile(records, schema, bloom_filter=bloom.create(), options=options))
+        rewritten += 1
+    for path in sorted(folder.glob(".*.log.*")):
+        blocks = read_log_file(path.read_bytes(), str(path))
+        out = bytearray()
+        for block in blocks:
+            content = block.content
+            if block.block_type is BlockType.HFILE_DATA_BLOCK:
+                records, schema = _records(content)
+                content = write_hfile(
+                    [(k.encode(), v) for k, v in records], file_info={b"schema": schema.encode()}, options=options
+                )
+                rewritten += 1
+            out += encode_block(block.block_type, block.header, content, block.footer)
+        path.write_bytes(bytes(out))
+    assert rewritten >= 8
+    assert slices() == expected
 
 
 def test_multi_level_index_layout():

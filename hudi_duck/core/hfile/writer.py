@@ -159,17 +159,6 @@ def crc32c(data: bytes, crc: int = 0) -> int:
     return crc ^ 0xFFFFFFFF
 
 
-try:  # the C implementation when installed: same values, much faster
-    import google_crc32c as _google_crc32c  # type: ignore[import-not-found]
-
-    def crc32c(data: bytes, crc: int = 0) -> int:  # noqa: F811 - same function, native speed
-        """CRC-32C (Castagnoli), the checksum HBase puts after every block by default."""
-        return _google_crc32c.extend(crc, bytes(data))
-
-except ImportError:  # pragma: no cover - depends on the environment
-    pass
-
-
 def pb_varint(value: int) -> bytes:
     """Protobuf base-128 varint (negative values as 64-bit two's complement, as Java's ``uint64``)."""
     value &= (1 << 64) - 1
