@@ -543,6 +543,177 @@ HOODIE_LSM_TIMELINE_INSTANT = _rec(
 )
 
 
+
+# -- the metadata table's record (hudi-common/src/main/avro/HoodieMetadata.avsc, 0.14) ---------------
+# Kept out of the timeline models' registry: its value wrappers carry docs that the delete-block
+# wrappers above do not, and both are named like the same Java classes.
+
+
+def _doc_wrapper(name: str, what: str, value_type: Any) -> dict[str, Any]:
+    return {
+        "type": "record",
+        "name": name,
+        "namespace": NAMESPACE,
+        "doc": f"A record wrapping {what} type to be able to be used it w/in Avro's Union",
+        "fields": [{"name": "value", "type": value_type}],
+    }
+
+
+#: Value wrappers of ``minValue``/``maxValue`` in 0.14, in union order after ``null``.
+METADATA_VALUE_WRAPPERS: list[dict[str, Any]] = [
+    _doc_wrapper("BooleanWrapper", "boolean", "boolean"),
+    _doc_wrapper("IntWrapper", "int", "int"),
+    _doc_wrapper("LongWrapper", "long", "long"),
+    _doc_wrapper("FloatWrapper", "float", "float"),
+    _doc_wrapper("DoubleWrapper", "double", "double"),
+    _doc_wrapper("BytesWrapper", "bytes", "bytes"),
+    _doc_wrapper("StringWrapper", "string", "string"),
+    _doc_wrapper("DateWrapper", "Date logical", "int"),
+    _doc_wrapper(
+        "DecimalWrapper", "Decimal logical", {"type": "bytes", "logicalType": "decimal", "precision": 30, "scale": 15}
+    ),
+    _doc_wrapper("TimeMicrosWrapper", "Time-micros logical", {"type": "long", "logicalType": "time-micros"}),
+    _doc_wrapper("TimestampMicrosWrapper", "Timestamp-micros logical", "long"),
+]
+
+_FILE_ID_PIECES = (
+    "\nA UUID based fileId is stored as 3 pieces in RLI (fileIdHighBits, fileIdLowBits and fileIndex). "
+    "\nFileID format is {UUID}-{fileIndex}."
+)
+
+HOODIE_METADATA_RECORD: dict[str, Any] = _rec(
+    "HoodieMetadataRecord",
+    [
+        _f("key", "string"),
+        _f("type", "int", doc="Type of the metadata record"),
+        _f(
+            "filesystemMetadata",
+            _opt(
+                _map(
+                    _rec(
+                        "HoodieMetadataFileInfo",
+                        [
+                            _f("size", "long", doc="Size of the file"),
+                            _f("isDeleted", "boolean", doc="True if this file has been deleted"),
+                        ],
+                        top=False,
+                    )
+                )
+            ),
+            doc="Contains information about partitions and files within the dataset",
+        ),
+        _f(
+            "BloomFilterMetadata",
+            _opt(
+                _rec(
+                    "HoodieMetadataBloomFilter",
+                    [
+                        _f("type", "string", doc="Bloom filter type code"),
+                        _f("timestamp", "string", doc="Instant timestamp when this metadata was created/updated"),
+                        _f("bloomFilter", "bytes", doc="Bloom filter binary byte array"),
+                        _f("isDeleted", "boolean", doc="Bloom filter entry valid/deleted flag"),
+                    ],
+                    doc="Data file bloom filter details",
+                    top=False,
+                )
+            ),
+            None,
+            doc="Metadata Index of bloom filters for all data files in the user table",
+        ),
+        _f(
+            "ColumnStatsMetadata",
+            _opt(
+                _rec(
+                    "HoodieMetadataColumnStats",
+                    [
+                        _f("fileName", _NULL_STR, None, "File name for which this column statistics applies"),
+                        _f("columnName", _NULL_STR, None, "Column name for which this column statistics applies"),
+                        _f(
+                            "minValue",
+                            ["null"] + METADATA_VALUE_WRAPPERS,
+                            None,
+                            "Minimum value in the range. Based on user data table schema, we can convert this "
+                            "to appropriate type",
+                        ),
+                        _f(
+                            "maxValue",
+                            ["null"] + [w["name"] for w in METADATA_VALUE_WRAPPERS],
+                            None,
+                            "Maximum value in the range. Based on user data table schema, we can convert it "
+                            "to appropriate type",
+                        ),
+                        _f("valueCount", ["null", "long"], None, "Total count of values"),
+                        _f("nullCount", ["null", "long"], None, "Total count of null values"),
+                        _f("totalSize", ["null", "long"], None, "Total storage size on disk"),
+                        _f("totalUncompressedSize", ["null", "long"], None, "Total uncompressed storage size on disk"),
+                        _f("isDeleted", "boolean", doc="Column range entry valid/deleted flag"),
+                    ],
+                    doc="Data file column statistics",
+                    top=False,
+                )
+            ),
+            None,
+            doc="Metadata Index of column statistics for all data files in the user table",
+        ),
+        _f(
+            "recordIndexMetadata",
+            _opt(
+                _rec(
+                    "HoodieRecordIndexInfo",
+                    [
+                        _f("partitionName", _NULL_STR, None, "Refers to the partition name the record belongs to"),
+                        _f(
+                            "fileIdHighBits",
+                            ["null", "long"],
+                            None,
+                            "Refers to high 64 bits if the fileId is based on UUID format. " + _FILE_ID_PIECES,
+                        ),
+                        _f(
+                            "fileIdLowBits",
+                            ["null", "long"],
+                            None,
+                            "Refers to low 64 bits if the fileId is based on UUID format. " + _FILE_ID_PIECES,
+                        ),
+                        _f(
+                            "fileIndex",
+                            ["null", "int"],
+                            None,
+                            "Index representing file index which is used to re-construct UUID based fileID. "
+                            "Applicable when the fileId is based on UUID format. " + _FILE_ID_PIECES,
+                        ),
+                        _f(
+                            "fileId",
+                            _NULL_STR,
+                            None,
+                            "Represents fileId of the location where record belongs to. When the encoding is 1, "
+                            "fileID is stored in raw string format.",
+                        ),
+                        _f(
+                            "instantTime",
+                            ["null", "long"],
+                            None,
+                            "Epoch time in millisecond representing the commit time at which record was added",
+                        ),
+                        _f(
+                            "fileIdEncoding",
+                            "int",
+                            0,
+                            "Represents fileId encoding. Possible values are 0 and 1. O represents UUID based "
+                            "fileID, and 1 represents raw string format of the fileId. \nWhen the encoding is 0, "
+                            "reader can deduce fileID from fileIdLowBits, fileIdHighBits and fileIndex.",
+                        ),
+                    ],
+                    top=False,
+                )
+            ),
+            None,
+            doc="Metadata Index that contains information about record keys and their location in the dataset",
+        ),
+    ],
+    doc="A record saved within the Metadata Table",
+)
+
+
 def _collect_named(node: Any, out: dict[str, dict[str, Any]]) -> None:
     if isinstance(node, list):
         for branch in node:
@@ -884,6 +1055,8 @@ __all__ = [
     "NAMESPACE",
     "VALUE_WRAPPERS",
     "DELETE_RECORD_LIST",
+    "HOODIE_METADATA_RECORD",
+    "METADATA_VALUE_WRAPPERS",
     "NAMED_TYPES",
     "SCHEMA_NAMES",
     "SCHEMA_NOTES",

@@ -168,13 +168,15 @@ def open_hfile(data: bytes, source: str = "") -> HFile:
 
 
 def decode_hfile_records(
-    cells: list[tuple[bytes, bytes]], schema_json: str, source: str = ""
+    cells: list[tuple[bytes, bytes]], schema_json: str, source: str = "", *, union_record_names: bool = False
 ) -> list[dict[str, Any]]:
     """Decode cell values as Avro records of ``schema_json``, restoring Hudi's blanked key.
 
     Hudi's HFile writers set the ``key`` field of each record to "" before
     serializing it (the key is already the cell's row) and its readers put the
     cell key back when that field is present and empty; this mirrors that.
+    With ``union_record_names`` a value of a union of several records comes back
+    as ``(record name, record)``, so it can be written again into the same branch.
     """
     import fastavro
 
@@ -189,7 +191,9 @@ def decode_hfile_records(
     for key, value in cells:
         buf = io.BytesIO(value)
         try:
-            record = fastavro.schemaless_reader(buf, parsed, None)
+            record = fastavro.schemaless_reader(
+                buf, parsed, None, return_record_name=union_record_names, return_record_name_override=union_record_names
+            )
         except Exception as exc:  # noqa: BLE001 - fastavro raises many types on bad bytes
             raise CorruptFileError(
                 f"{source or 'HFile'}: cannot decode the Avro value of key {key!r} ({exc})"

@@ -1,0 +1,1 @@
+"""The metadata table (``.hoodie/metadata``): its records, layout rules and the ``files`` listing."""
