@@ -16,7 +16,6 @@ lost or changed.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -42,8 +41,9 @@ from hudi_duck.core.services import compaction
 from hudi_duck.core.services import rollback as rollbacks
 from hudi_duck.core.storage.storage import Storage
 from hudi_duck.core.table.table import HudiTable
-from hudi_duck.core.timeline.commit_metadata import CommitMetadata, new_write_stat
+from hudi_duck.core.timeline.commit_metadata import CommitMetadata, WriteStat
 from hudi_duck.core.timeline.instant import Action, new_instant_time
+from hudi_duck.core.timeline.plans import RequestedReplaceMetadata
 from hudi_duck.core.write.handles import DELETE_FLAG, WriteContext
 from hudi_duck.core.write.markers import delete_markers, list_markers
 
@@ -287,21 +287,21 @@ class WriteClient:
         inflight_box: list = []
 
         def to_inflight(profile: CommitMetadata) -> None:
-            inflight_box.append(timeline.transition_to_inflight(requested, profile.to_json_bytes()))
+            inflight_box.append(timeline.transition_to_inflight(requested, profile.to_bytes(table.config.version)))
 
         try:
             stats, replaced = self._execute(df, table, cfg, operation, instant_time, avro_schema, to_inflight)
             (inflight,) = inflight_box
             log.info("%s %s: committing %d files ...", operation, instant_time, len(stats))
             self._reconcile_markers(table, instant_time, stats)
-            metadata = CommitMetadata(
-                partition_to_write_stats=_group_stats(stats),
+            metadata = CommitMetadata.of(
+                stats,
                 compacted=False,
                 extra_metadata={"schema": avro_schema},
                 operation_type=OPERATION_TYPES[operation],
                 partition_to_replace_file_ids=replaced if action == Action.REPLACE_COMMIT else None,
             )
-            timeline.complete(inflight, metadata.to_json_bytes())
+            timeline.complete(inflight, metadata.to_bytes(table.config.version))
             delete_markers(table.storage, instant_time)
         except BaseException as exc:
             self._abort(table, instant_time)
@@ -343,12 +343,7 @@ class WriteClient:
     def _requested_content(self, action: str, operation: str) -> bytes:
         if action != Action.REPLACE_COMMIT:
             return b""
-        from hudi_duck.core.avro import models as avro_models
-
-        return avro_models.write_container(
-            "HoodieRequestedReplaceMetadata",
-            {"operationType": OPERATION_TYPES[operation], "clusteringPlan": None, "extraMetadata": {}, "version": 1},
-        )
+        return RequestedReplaceMetadata(operation_type=OPERATION_TYPES[operation], clustering_plan=None).to_bytes()
 
     def write_context(self, table: HudiTable, cfg: WriteConfig, instant_time: str, avro_schema: str) -> WriteContext:
         mode = MergeMode.EVENT_TIME_ORDERING if cfg.event_time_ordering else MergeMode.COMMIT_TIME_ORDERING
@@ -474,7 +469,7 @@ class WriteClient:
                     "(hoodie.clustering.updates.strategy rejects such updates, as Hudi does by default)"
                 )
 
-    def _write_buckets(self, tagged: DataFrame, plan: partitioner.WorkloadPlan, ctx: WriteContext) -> list[dict]:
+    def _write_buckets(self, tagged: DataFrame, plan: partitioner.WorkloadPlan, ctx: WriteContext) -> list[WriteStat]:
         if not plan.buckets:
             return []
         update_rows = [(b.partition_path, b.file_id, b.bucket_id) for b in plan.buckets if b.file_id is not None]
@@ -523,14 +518,14 @@ class WriteClient:
         buckets = plan.by_id
         ordered = assigned.repartitionByRange(max(1, len(buckets)), executor.BUCKET).sortWithinPartitions(executor.BUCKET)
         out = ordered.mapInArrow(executor.write_buckets_fn(ctx, buckets), executor.STATS_SCHEMA)
-        return [json.loads(r[0]) for r in out.collect()]
+        return executor.collect_stats(out)
 
     @staticmethod
     def _bulk_insert_unsorted(cfg: WriteConfig) -> bool:
         """bulk_insert that needs no key before writing (no sort by key, no dedup)."""
         return cfg["hoodie.bulkinsert.sort.mode"] == "NONE" and not cfg["hoodie.combine.before.insert"]
 
-    def _bulk_insert(self, records: DataFrame, ctx: WriteContext, cfg: WriteConfig, make_keys=None) -> list[dict]:
+    def _bulk_insert(self, records: DataFrame, ctx: WriteContext, cfg: WriteConfig, make_keys=None) -> list[WriteStat]:
         """``make_keys``: records carry no keys yet (sort mode NONE); each task derives them."""
         log.info("bulk_insert %s: writing files ...", ctx.instant_time)
         parallelism = cfg.parallelism("bulk_insert")
@@ -545,7 +540,7 @@ class WriteClient:
             records = records.sortWithinPartitions(PARTITION_PATH, RECORD_KEY)
         phase = time.perf_counter()
         out = records.mapInArrow(executor.bulk_insert_fn(ctx, make_keys), executor.STATS_SCHEMA)
-        stats = [json.loads(r[0]) for r in out.collect()]
+        stats = executor.collect_stats(out)
         log.info("bulk_insert %s: wrote %d files in %.1fs", ctx.instant_time, len(stats), time.perf_counter() - phase)
         return stats
 
@@ -569,9 +564,9 @@ class WriteClient:
         targets = sorted(known) if "*" in wanted else wanted
         return [], self._file_groups_to_replace(table, targets)
 
-    def _reconcile_markers(self, table: HudiTable, instant_time: str, stats: list[dict]) -> None:
+    def _reconcile_markers(self, table: HudiTable, instant_time: str, stats: list[WriteStat]) -> None:
         """Delete files a retried task left behind (marked, but in no write stat)."""
-        written = {s.get("path") for s in stats}
+        written = {s.path for s in stats}
         for marker in list_markers(table.storage, instant_time):
             if marker.data_path not in written and table.storage.exists(marker.data_path):
                 table.storage.delete(marker.data_path)
@@ -593,36 +588,36 @@ class WriteClient:
             instant_time=instant_time,
             action=action,
             operation=operation,
-            num_writes=sum(int(s.get("numWrites") or 0) for s in stats),
-            num_inserts=sum(int(s.get("numInserts") or 0) for s in stats),
-            num_updates=sum(int(s.get("numUpdateWrites") or 0) for s in stats),
-            num_deletes=sum(int(s.get("numDeletes") or 0) for s in stats),
+            num_writes=sum(s.num_writes or 0 for s in stats),
+            num_inserts=sum(s.num_inserts or 0 for s in stats),
+            num_updates=sum(s.num_update_writes or 0 for s in stats),
+            num_deletes=sum(s.num_deletes or 0 for s in stats),
             files_written=len(stats),
-            partitions=len({s.get("partitionPath") for s in stats}),
+            partitions=len({s.partition_path for s in stats}),
             replaced_file_groups=sum(len(v) for v in replaced.values()),
             rolled_back=rolled_back,
         )
 
 
-def _group_stats(stats: list[dict]) -> dict[str, list[dict]]:
-    grouped: dict[str, list[dict]] = {}
-    for stat in stats:
-        grouped.setdefault(stat.get("partitionPath") or "", []).append(stat)
-    return dict(sorted(grouped.items()))
-
-
 def _profile_from_counts(counts, plan, operation: str) -> CommitMetadata:
     """The ``.inflight`` workload profile, as Hudi writes it: per partition an insert
     stat first (file id ``""``, even with no inserts), then one stat per updated file group."""
-    profile: dict[str, list[dict]] = {}
+    profile: dict[str, list[WriteStat]] = {}
     for partition, file_id, prev_commit, records, deletes in counts:
         stats = profile.get(partition)
         if stats is None:
-            stats = profile[partition] = [new_write_stat(fileId="", prevCommit="null")]
+            stats = profile[partition] = [WriteStat(file_id="", prev_commit="null")]
         if file_id is None:
-            stats[0]["numInserts"] += records - deletes
+            stats[0].num_inserts += records - deletes
         else:
-            stats.append(new_write_stat(fileId=file_id, prevCommit=prev_commit or "null", numUpdateWrites=records - deletes, numDeletes=deletes))
+            stats.append(
+                WriteStat(
+                    file_id=file_id,
+                    prev_commit=prev_commit or "null",
+                    num_update_writes=records - deletes,
+                    num_deletes=deletes,
+                )
+            )
     return CommitMetadata(partition_to_write_stats=profile, operation_type=OPERATION_TYPES[operation])
 
 

@@ -19,11 +19,12 @@ from hudi_duck.core.errors import HudiError
 from hudi_duck.core.timeline.instant import Action, State, new_instant_time
 from hudi_duck.core.merge.rules import MergeMode
 from hudi_duck.core.table.table import HudiTable
+from hudi_duck.core.timeline.plans import ClusteringGroup, CompactionOperation
 from hudi_duck.core.write.handles import WriteContext
 
 from . import preflight
 from .config import WriteConfig, parse_options
-from .executor import STATS_SCHEMA, _stats_batch, task_info
+from .executor import STATS_SCHEMA, _stats_batch, collect_stats, task_info
 
 log = logging.getLogger("spark_writer")
 
@@ -129,7 +130,8 @@ def _compaction_fn(path: str, storage_options: dict | None, ctx: WriteContext, c
         task = task_info()
         for batch in batches:
             for op_json in batch.column(0).to_pylist():
-                stat = compaction.compact_operation(table, ctx, json.loads(op_json), task, compaction_time)
+                op = CompactionOperation.from_record(json.loads(op_json))
+                stat = compaction.compact_operation(table, ctx, op, task, compaction_time)
                 yield _stats_batch([stat])
 
     return run
@@ -139,14 +141,14 @@ def _execute_compaction(spark, path, options, instant_time, storage_options) -> 
     table = HudiTable(path, storage_options)
     cfg = _config(table, options)
     plan = compaction.read_plan(table, instant_time)
-    ops = plan.get("operations") or []
+    ops = plan.operations or []
     preflight.check_executors(spark, path)
     log.info("compaction %s: compacting %d file groups of %s ...", instant_time, len(ops), path)
     started = time.perf_counter()
     inflight = compaction.start_compaction(table, instant_time)
     ctx = _context(table, cfg, instant_time, storage_options)
-    frame = spark.createDataFrame([(json.dumps(op),) for op in ops], "op string").repartition(max(1, len(ops)))
-    stats = [json.loads(r[0]) for r in frame.mapInArrow(_compaction_fn(path, storage_options, ctx, instant_time), STATS_SCHEMA).collect()]
+    frame = spark.createDataFrame([(json.dumps(op.to_record()),) for op in ops], "op string").repartition(max(1, len(ops)))
+    stats = collect_stats(frame.mapInArrow(_compaction_fn(path, storage_options, ctx, instant_time), STATS_SCHEMA))
     compaction.commit_compaction(table, inflight, stats, table.avro_schema)
     log.info("compaction %s: committed %d files in %.1fs", instant_time, len(stats), time.perf_counter() - started)
 
@@ -187,7 +189,8 @@ def _clustering_fn(path, storage_options, ctx, instant_time, sort_columns):
         task = task_info()
         for batch in batches:
             for group_json in batch.column(0).to_pylist():
-                stats = clustering.cluster_group(table, ctx, json.loads(group_json), task, instant_time, sort_columns)
+                group = ClusteringGroup.from_record(json.loads(group_json))
+                stats = clustering.cluster_group(table, ctx, group, task, instant_time, sort_columns)
                 yield _stats_batch(stats)
 
     return run
@@ -195,21 +198,18 @@ def _clustering_fn(path, storage_options, ctx, instant_time, sort_columns):
 
 def _execute_clustering(spark, path, cfg, instant_time, storage_options, settings) -> None:
     table = HudiTable(path, storage_options)
-    plan = table.timeline.avro_details(instant_time, State.REQUESTED)
-    if not plan or plan.get("operationType") != "CLUSTER":
-        raise HudiError(f"{path}: {instant_time} is not a clustering plan")
-    groups = plan["clusteringPlan"]["inputGroups"]
-    params = (plan["clusteringPlan"].get("strategy") or {}).get("strategyParams") or {}
-    sort = params.get("hoodie.clustering.plan.strategy.sort.columns")
-    sort_columns = [c for c in sort.split(",") if c] if sort else None
+    plan = clustering.read_plan(table, instant_time)
+    groups = plan.groups
+    params = plan.strategy_params
+    sort_columns = plan.sort_columns or None
     preflight.check_executors(spark, path)
     log.info("clustering %s: rewriting %d file groups of %s ...", instant_time, len(groups), path)
     started = time.perf_counter()
     inflight = clustering.start_clustering(table, instant_time)
     ctx = _context(table, cfg, instant_time, storage_options)
     ctx.max_file_size = int(params.get("hoodie.clustering.plan.strategy.target.file.max.bytes", settings.target_file_max_bytes))
-    frame = spark.createDataFrame([(json.dumps(g),) for g in groups], "g string").repartition(max(1, len(groups)))
-    stats = [json.loads(r[0]) for r in frame.mapInArrow(_clustering_fn(path, storage_options, ctx, instant_time, sort_columns), STATS_SCHEMA).collect()]
+    frame = spark.createDataFrame([(json.dumps(g.to_record()),) for g in groups], "g string").repartition(max(1, len(groups)))
+    stats = collect_stats(frame.mapInArrow(_clustering_fn(path, storage_options, ctx, instant_time, sort_columns), STATS_SCHEMA))
     clustering.commit_clustering(table, inflight, plan, stats, table.avro_schema)
     log.info("clustering %s: committed %d files in %.1fs", instant_time, len(stats), time.perf_counter() - started)
 
@@ -255,13 +255,15 @@ def savepoint(path: str, instant_time: str | None = None, comment: str = "", sto
 
 
 def restore(path: str, savepoint_time: str, storage_options: dict | None = None) -> dict:
-    """Restore the table to a savepoint (every later instant is rolled back)."""
+    """Restore the table to a savepoint (every later instant is rolled back); returns
+    the ``HoodieRestoreMetadata`` record."""
     table = HudiTable(path, storage_options)
-    return savepoints.restore_to_savepoint(table, savepoint_time)
+    return savepoints.restore_to_savepoint(table, savepoint_time).to_record()
 
 
 def rollback(path: str, instant_time: str | None = None, storage_options: dict | None = None) -> dict:
-    """Roll back a pending write or the latest completed commit / delta commit / compaction."""
+    """Roll back a pending write or the latest completed commit / delta commit / compaction;
+    returns the ``HoodieRollbackMetadata`` record."""
     table = HudiTable(path, storage_options)
     timeline = table.timeline
     group = timeline.group(instant_time) if instant_time else None
@@ -284,7 +286,7 @@ def rollback(path: str, instant_time: str | None = None, storage_options: dict |
                 f"{path}: {instant.requested_time} is not the latest commit ({len(later)} later); "
                 "restore to a savepoint instead"
             )
-        if savepoints.savepoints(table) and instant.requested_time in savepoints.savepoints(table):
+        if instant.requested_time in timeline.savepoints():
             raise HudiError(f"{path}: {instant.requested_time} is savepointed; delete the savepoint first")
         missing = _cleaned_predecessor(table, instant)
         if missing:
@@ -292,7 +294,7 @@ def rollback(path: str, instant_time: str | None = None, storage_options: dict |
                 f"{path}: cannot roll back {instant.requested_time}: cleaning already removed {missing}, "
                 "which the table would need again afterwards"
             )
-    return rollbacks.rollback(table.storage, table.config, timeline, instant)
+    return rollbacks.rollback(table.storage, table.config, timeline, instant).to_record()
 
 
 def _cleaned_predecessor(table: HudiTable, instant) -> str | None:
@@ -305,12 +307,13 @@ def _cleaned_predecessor(table: HudiTable, instant) -> str | None:
 
     timeline, storage = table.timeline, table.storage
     if timeline.was_action(instant.requested_time, Action.COMPACTION):
-        plan = timeline.avro_details(instant.requested_time, State.REQUESTED) or {}
-        for op in plan.get("operations") or []:
-            partition = op.get("partitionPath") or ""
-            names = ([op["dataFilePath"]] if op.get("dataFilePath") else []) + list(op.get("deltaFilePaths") or [])
+        plan = timeline.plan(instant.requested_time)
+        operations = (plan.operations or []) if plan is not None else []
+        for op in operations:
+            partition = op.partition
+            names = ([op.base_file_name] if op.data_file_path else []) + list(op.log_file_names)
             for name in names:
-                rel = posixpath.join(partition, posixpath.basename(name)) if partition else posixpath.basename(name)
+                rel = posixpath.join(partition, name) if partition else name
                 if not storage.exists(rel):
                     return rel
         return None
@@ -323,13 +326,12 @@ def _cleaned_predecessor(table: HudiTable, instant) -> str | None:
             listed[partition] = [b for b in (parse_base_file(partition, f.name) for f in storage.list(partition)) if b]
         return listed[partition]
 
-    for stat in metadata.write_stats():
-        prev, file_path = stat.get("prevCommit"), stat.get("path") or ""
-        if prev in (None, "", "null") or not file_path.endswith(ext):
+    for partition, stat in metadata.iter_stats():
+        prev = stat.previous_commit
+        if prev is None or not (stat.path or "").endswith(ext):
             continue
-        partition = stat.get("partitionPath") or ""
-        if not any(b.file_id == stat.get("fileId") and b.instant_time == prev for b in bases(partition)):
-            return f"the base file of {partition}/{stat.get('fileId')} at {prev}"
+        if not any(b.file_id == stat.file_id and b.instant_time == prev for b in bases(partition)):
+            return f"the base file of {partition}/{stat.file_id} at {prev}"
     for partition, ids in metadata.replaced_file_ids().items():
         for file_id in ids:
             if not any(b.file_id == file_id for b in bases(partition)):

@@ -148,8 +148,8 @@ def test_rewrite_fixture_base_files_like_hudi(fixture_tables, fresh_fixture, fid
         assert result.min_record_key == footer["hoodie_min_record_key"]
         assert result.max_record_key == footer["hoodie_max_record_key"]
         stat = result.to_write_stat(prev_commit="null")
-        assert stat["path"] == rel and stat["numWrites"] == original.num_rows
-        assert stat["fileSizeInBytes"] == stat["totalWriteBytes"] == result.file_size
+        assert stat.path == rel and stat.num_writes == original.num_rows
+        assert stat.file_size_in_bytes == stat.total_write_bytes == result.file_size
 
         # DuckDB reads the same rows
         a = duckdb.sql(f"SELECT * FROM read_parquet('{src}')").to_arrow_table()

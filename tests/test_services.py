@@ -363,14 +363,14 @@ def make_failed(path: str, instant_time: str) -> None:
     completed = timeline.state_file(instant_time, State.COMPLETED)
     metadata = timeline.commit_metadata(completed)
     for stat in metadata.write_stats():
-        name = posixpath.basename(stat["path"])
+        name = posixpath.basename(stat.path)
         if name.startswith("."):
             io_type = core_markers.IOType.APPEND
-        elif stat.get("prevCommit") in (None, "null"):
+        elif stat.prev_commit in (None, "null"):
             io_type = core_markers.IOType.CREATE
         else:
             io_type = core_markers.IOType.MERGE
-        core_markers.create_marker(table.storage, instant_time, stat.get("partitionPath") or "", name, io_type)
+        core_markers.create_marker(table.storage, instant_time, stat.partition_path or "", name, io_type)
     table.storage.delete(timeline.file_of(completed))
 
 
@@ -452,11 +452,11 @@ def test_compaction_standalone(small_spark, con, mor_history, tmp_path):
     assert metadata.operation_type == "COMPACT" and metadata.compacted
     assert metadata.file_ids() == {(op["partitionPath"], op["fileId"]) for op in ops}
     for stat in metadata.write_stats():
-        assert stat["path"].endswith(f"_{scheduled}.parquet")
-        assert stat["totalLogFilesCompacted"] >= 1
+        assert stat.path.endswith(f"_{scheduled}.parquet")
+        assert stat.total_log_files_compacted >= 1
     # partition b: every record was deleted, the new base file is empty
-    empty = [s for s in metadata.write_stats() if s["partitionPath"] == "b"]
-    assert empty and all(s["numWrites"] == 0 for s in empty)
+    empty = [s for s in metadata.write_stats() if s.partition_path == "b"]
+    assert empty and all(s.num_writes == 0 for s in empty)
     check(con, path, model, "compacted")
     # read optimized now shows everything, with the original commit times
     assert ours(con, path, read_optimized=True) == model.snapshot()
@@ -882,7 +882,7 @@ def test_rollback_replays_v6_fixture(fresh_fixture, con):
     core_markers.create_marker(table.storage, target, "", f".{file_id}_20250126040823628.log.1_0-33-43", core_markers.IOType.APPEND)
     group = table.timeline.group(target)
     requested, _ = core_rollback.schedule_rollback(table.storage, table.config, table.timeline, group.latest, rollback_time)
-    core_rollback.execute_rollback(table.storage, table.config, table.timeline, requested, table.timeline.avro_details(rollback_time, State.REQUESTED))
+    core_rollback.execute_rollback(table.storage, table.config, table.timeline, requested, table.timeline.plan(rollback_time))
 
     root = str(table.storage.uri("")).rstrip("/")
 

@@ -49,7 +49,7 @@ import json
 import math
 import posixpath
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -69,6 +69,9 @@ from ..schema.meta_fields import (
 )
 from ..storage.storage import Storage
 from .naming import parse_base_file
+
+if TYPE_CHECKING:
+    from ..timeline.commit_metadata import WriteStat
 
 # -- Hudi / parquet-mr defaults --------------------------------------------------------------
 
@@ -442,21 +445,21 @@ class BaseFileWriteResult:
     footer: dict[str, str] = field(default_factory=dict, repr=False)
 
     def to_write_stat(self, prev_commit: str = "null", num_inserts: int | None = None, num_update_writes: int = 0,
-                      num_deletes: int = 0, **extra: Any) -> dict[str, Any]:
-        """A ``HoodieWriteStat`` dict (see ``commit_metadata.new_write_stat``)."""
-        from ..timeline.commit_metadata import new_write_stat
+                      num_deletes: int = 0, **extra: Any) -> "WriteStat":
+        """The ``HoodieWriteStat`` of this file."""
+        from ..timeline.commit_metadata import WriteStat
 
-        return new_write_stat(
-            fileId=self.file_id,
+        return WriteStat(
+            file_id=self.file_id,
             path=self.path,
-            prevCommit=prev_commit,
-            numWrites=self.num_writes,
-            numDeletes=num_deletes,
-            numUpdateWrites=num_update_writes,
-            numInserts=self.num_writes - num_update_writes if num_inserts is None else num_inserts,
-            totalWriteBytes=self.file_size,
-            partitionPath=self.partition_path,
-            fileSizeInBytes=self.file_size,
+            prev_commit=prev_commit,
+            num_writes=self.num_writes,
+            num_deletes=num_deletes,
+            num_update_writes=num_update_writes,
+            num_inserts=self.num_writes - num_update_writes if num_inserts is None else num_inserts,
+            total_write_bytes=self.file_size,
+            partition_path=self.partition_path,
+            file_size_in_bytes=self.file_size,
             **extra,
         )
 

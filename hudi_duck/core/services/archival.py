@@ -54,16 +54,14 @@ def _commits_to_archive(table: HudiTable, settings: ArchivalSettings) -> list[st
     ]
     if pending:
         bounds.append(min(pending))
-    from .savepoint import savepoints as savepoint_times
-
-    savepoints = savepoint_times(table)
+    savepoints = timeline.savepoints()
     if savepoints:
         bounds.append(min(savepoints))
     cleans = timeline.completed([Action.CLEAN])
     if cleans:
-        retained = (timeline.avro_details(cleans[-1].requested_time, State.COMPLETED) or {}).get("earliestCommitToRetain")
-        if retained:
-            bounds.append(retained)
+        last_clean = timeline.payload(cleans[-1])
+        if last_clean is not None and last_clean.earliest_commit_to_retain:
+            bounds.append(last_clean.earliest_commit_to_retain)
     # a replace commit stays active until the file groups it replaced are cleaned:
     # readers only know they are replaced from the active timeline
     existing = {(g.partition_path, g.file_id) for g in table.file_system_view.file_groups()}

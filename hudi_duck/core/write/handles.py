@@ -9,7 +9,7 @@ Named after Hudi's handles, and run wherever the data is (Spark executors):
 * **append**: merge-on-read update of one file group: incoming records as a
   log data block and deletes as a delete block, in a new log file.
 
-Each handle writes its marker first and returns Hudi write stats (dicts).
+Each handle writes its marker first and returns Hudi write stats (``WriteStat``).
 Record merging follows ``merge.py`` (the same rules readers apply).
 """
 
@@ -65,7 +65,7 @@ from ..schema.meta_fields import (
     without_meta_fields,
 )
 from ..storage.storage import Storage
-from ..timeline.commit_metadata import new_write_stat
+from ..timeline.commit_metadata import RuntimeStats, WriteStat
 from .markers import IOType, create_marker
 
 #: Columns the writer adds to incoming records: deletes (soft or hard) and hard
@@ -201,9 +201,10 @@ def ensure_partition_metadata(ctx: WriteContext, partition_path: str, task: Task
         storage.delete(temp)
 
 
-def _runtime(start: float, key: str) -> dict[str, int]:
-    stats = {"totalScanTime": 0, "totalUpsertTime": 0, "totalCreateTime": 0}
-    stats[key] = int((time.perf_counter() - start) * 1000)
+def _runtime(start: float, key: str) -> RuntimeStats:
+    """Hudi's runtime stats with the time spent in ``key`` (``total_create_time`` / ``total_upsert_time``)."""
+    stats = RuntimeStats()
+    setattr(stats, key, int((time.perf_counter() - start) * 1000))
     return stats
 
 
@@ -281,7 +282,7 @@ def create_files(
     file_id: str | None = None,
     operation_io: IOType = IOType.CREATE,
     preserve_meta: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[WriteStat]:
     """Write inserts into new file groups; one write stat per file.
 
     ``preserve_meta`` keeps the records' commit time and sequence number
@@ -312,7 +313,7 @@ def create_files(
             preserve_meta=preserve_meta,
         )
         stat = result.to_write_stat(prev_commit="null", num_inserts=result.num_writes)
-        stat["runtimeStats"] = _runtime(start, "totalCreateTime")
+        stat.runtime_stats = _runtime(start, "total_create_time")
         stats.append(stat)
         if result.rows_consumed <= 0:
             raise WriteError(f"cannot write a single record within hoodie.parquet.max.file.size={ctx.max_file_size}")
@@ -337,7 +338,7 @@ def merge_file(
     base_instant: str,
     incoming: pa.Table,
     task: TaskInfo,
-) -> list[dict[str, Any]]:
+) -> list[WriteStat]:
     """Rewrite a file group's base file with incoming updates, deletes and inserts."""
     start = time.perf_counter()
     ensure_partition_metadata(ctx, partition_path, task)
@@ -386,7 +387,7 @@ def merge_file(
         num_update_writes=updates,
         num_deletes=max(deletes, 0),
     )
-    stat["runtimeStats"] = _runtime(start, "totalUpsertTime")
+    stat.runtime_stats = _runtime(start, "total_upsert_time")
     return [stat]
 
 
@@ -449,7 +450,7 @@ def append_log(
     base_file: str | None,
     incoming: pa.Table,
     task: TaskInfo,
-) -> list[dict[str, Any]]:
+) -> list[WriteStat]:
     """Append incoming updates (data block) and deletes (delete block) as a new log file."""
     start = time.perf_counter()
     ensure_partition_metadata(ctx, partition_path, task)
@@ -498,22 +499,22 @@ def append_log(
         and lf.file_id == file_id
         and lf.instant_time == base_instant
     )
-    stat = new_write_stat(
-        fileId=file_id,
+    stat = WriteStat.for_log(
+        file_id=file_id,
         path=rel,
-        prevCommit=base_instant,
-        numWrites=len(data_rows) + len(deletes),
-        numDeletes=len(deletes),
-        numUpdateWrites=len(data_rows),
-        numInserts=0,
-        totalWriteBytes=len(payload),
-        partitionPath=partition_path,
-        fileSizeInBytes=len(payload),
-        runtimeStats=_runtime(start, "totalUpsertTime"),
-        logVersion=version,
-        logOffset=0,
-        baseFile=base_file or "",
-        logFiles=log_files,
+        prev_commit=base_instant,
+        num_writes=len(data_rows) + len(deletes),
+        num_deletes=len(deletes),
+        num_update_writes=len(data_rows),
+        num_inserts=0,
+        total_write_bytes=len(payload),
+        partition_path=partition_path,
+        file_size_in_bytes=len(payload),
+        runtime_stats=_runtime(start, "total_upsert_time"),
+        log_version=version,
+        log_offset=0,
+        base_file=base_file or "",
+        log_files=log_files,
     )
     return [stat]
 
