@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from hudi_duck.core.config.table_config import PROPERTIES_FILE, Keys, TableConfig
-from hudi_duck.core.errors import HudiError, KeyGeneratorError, SchemaError, WriteError
+from hudi_duck.core.errors import HudiError, KeyGeneratorError, SchemaError, TableServiceError, WriteError
 from hudi_duck.core.keygen import key_generator_from_write_options
 from hudi_duck.core.merge.rules import MergeMode
 from hudi_duck.core.schema.avro_arrow import (
@@ -42,10 +42,10 @@ from hudi_duck.core.services import rollback as rollbacks
 from hudi_duck.core.storage.storage import Storage
 from hudi_duck.core.table.table import HudiTable
 from hudi_duck.core.timeline.commit_metadata import CommitMetadata, WriteStat
-from hudi_duck.core.timeline.instant import Action, new_instant_time
+from hudi_duck.core.timeline.instant import Action
+from hudi_duck.core.timeline.transaction import Transaction
 from hudi_duck.core.timeline.plans import RequestedReplaceMetadata
 from hudi_duck.core.write.handles import DELETE_FLAG, WriteContext
-from hudi_duck.core.write.markers import delete_markers, list_markers
 
 from . import executor, index, partitioner, preflight, prepare
 from .config import OVERWRITE_PAYLOAD, WriteConfig, parse_options
@@ -80,7 +80,11 @@ class WriteResult:
     partitions: int = 0
     replaced_file_groups: int = 0
     rolled_back: list[str] = field(default_factory=list)
+    #: table services that ran after the commit, and the failures reported instead of raised
     services: list[str] = field(default_factory=list)
+    service_errors: list[str] = field(default_factory=list)
+    #: problems after the commit landed that did not undo it (e.g. markers left behind)
+    warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     def __repr__(self) -> str:
@@ -280,39 +284,45 @@ class WriteClient:
         action = Action.REPLACE_COMMIT if operation in REPLACE_OPERATIONS else (
             Action.DELTA_COMMIT if table.config.is_mor else Action.COMMIT
         )
-        timeline = table.timeline
-        instant_time = new_instant_time(table.config.timeline_timezone_utc, after=timeline.last_instant_time)
-        requested = timeline.create_requested(instant_time, action, self._requested_content(action, operation))
+        txn = Transaction.start(table.timeline, action, self._requested_plan(action, operation))
+        instant_time = txn.requested_time
         log.info("%s %s: started a %s on %s", operation, instant_time, action, self.path)
-        inflight_box: list = []
-
-        def to_inflight(profile: CommitMetadata) -> None:
-            inflight_box.append(timeline.transition_to_inflight(requested, profile.to_bytes(table.config.version)))
-
         try:
-            stats, replaced = self._execute(df, table, cfg, operation, instant_time, avro_schema, to_inflight)
-            (inflight,) = inflight_box
-            log.info("%s %s: committing %d files ...", operation, instant_time, len(stats))
-            self._reconcile_markers(table, instant_time, stats)
-            metadata = CommitMetadata.of(
-                stats,
-                compacted=False,
-                extra_metadata={"schema": avro_schema},
-                operation_type=OPERATION_TYPES[operation],
-                partition_to_replace_file_ids=replaced if action == Action.REPLACE_COMMIT else None,
-            )
-            timeline.complete(inflight, metadata.to_bytes(table.config.version))
-            delete_markers(table.storage, instant_time)
+            with txn:  # any failure before the commit landed rolls the instant back
+                stats, replaced = self._execute(df, table, cfg, operation, instant_time, avro_schema, txn.begin)
+                log.info("%s %s: committing %d files ...", operation, instant_time, len(stats))
+                metadata = CommitMetadata.of(
+                    stats,
+                    compacted=False,
+                    extra_metadata={"schema": avro_schema},
+                    operation_type=OPERATION_TYPES[operation],
+                    partition_to_replace_file_ids=replaced if action == Action.REPLACE_COMMIT else None,
+                )
+                txn.commit(metadata)
         except BaseException as exc:
-            self._abort(table, instant_time)
             raise _clear_error(exc, self.path) from exc
         result = self._result(table, instant_time, action, operation, stats, replaced, rolled_back)
-        from . import services
-
-        result.services = services.run_inline_services(self.spark, self.path, cfg, self.storage_options)
+        result.warnings = list(txn.warnings)
+        self._run_inline_services(cfg, result, started)
         result.seconds = time.perf_counter() - started
         log.info("%r", result)
         return result
+
+    def _run_inline_services(self, cfg: WriteConfig, result: WriteResult, started: float) -> None:
+        """Services after the commit: a failure never undoes the write. It is raised as a
+        ``TableServiceError`` carrying this write's result, or reported in
+        ``result.service_errors`` (see ``hudi_duck.core.services.inline``)."""
+        from . import services
+
+        try:
+            outcome = services.inline_services(self.spark, self.path, cfg, self.storage_options, result.instant_time)
+        except TableServiceError as exc:
+            result.seconds = time.perf_counter() - started
+            exc.result = result
+            log.error("%s: %s", self.path, exc)
+            raise
+        result.services = outcome.ran
+        result.service_errors = outcome.errors
 
     def _compatible_for_overwrite(self, table: HudiTable) -> bool:
         try:
@@ -340,10 +350,12 @@ class WriteClient:
         except KeyGeneratorError as exc:
             raise WriteError(str(exc)) from exc
 
-    def _requested_content(self, action: str, operation: str) -> bytes:
+    def _requested_plan(self, action: str, operation: str) -> RequestedReplaceMetadata | None:
+        """``.replacecommit.requested`` names the operation (no clustering plan); other
+        requested writes are empty."""
         if action != Action.REPLACE_COMMIT:
-            return b""
-        return RequestedReplaceMetadata(operation_type=OPERATION_TYPES[operation], clustering_plan=None).to_bytes()
+            return None
+        return RequestedReplaceMetadata(operation_type=OPERATION_TYPES[operation], clustering_plan=None)
 
     def write_context(self, table: HudiTable, cfg: WriteConfig, instant_time: str, avro_schema: str) -> WriteContext:
         mode = MergeMode.EVENT_TIME_ORDERING if cfg.event_time_ordering else MergeMode.COMMIT_TIME_ORDERING
@@ -563,24 +575,6 @@ class WriteClient:
             raise WriteError(f"partitions to delete do not exist in {self.path}: {missing}")
         targets = sorted(known) if "*" in wanted else wanted
         return [], self._file_groups_to_replace(table, targets)
-
-    def _reconcile_markers(self, table: HudiTable, instant_time: str, stats: list[WriteStat]) -> None:
-        """Delete files a retried task left behind (marked, but in no write stat)."""
-        written = {s.path for s in stats}
-        for marker in list_markers(table.storage, instant_time):
-            if marker.data_path not in written and table.storage.exists(marker.data_path):
-                table.storage.delete(marker.data_path)
-
-    def _abort(self, table: HudiTable, instant_time: str) -> None:
-        """Undo a failed write now, so the table shows exactly what it showed before."""
-        try:
-            fresh = self.open_table()
-            group = fresh.timeline.group(instant_time)
-            if group is None:
-                return
-            rollbacks.rollback(fresh.storage, fresh.config, fresh.timeline, group.latest)
-        except Exception as exc:  # the next writer rolls it back
-            log.error("could not roll back failed write %s at once (%s); the next write will", instant_time, exc)
 
     def _result(self, table, instant_time, action, operation, stats, replaced, rolled_back) -> WriteResult:
         return WriteResult(

@@ -11,9 +11,15 @@ from __future__ import annotations
 import difflib
 import logging
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable, Mapping
 
 from hudi_duck.core.errors import WriteError
+from hudi_duck.core.services.archival import ArchivalSettings
+from hudi_duck.core.services.clean import CleanSettings
+from hudi_duck.core.services.clustering import ClusteringSettings
+from hudi_duck.core.services.compaction import CompactionSettings
+from hudi_duck.core.services.inline import ServiceSettings
 
 log = logging.getLogger("spark_writer")
 
@@ -162,6 +168,8 @@ _OPTIONS: list[Option] = [
     Option("hoodie.clustering.plan.strategy.max.bytes.per.group", 2147483648, _int),
     Option("hoodie.clustering.async.enabled", False, _bool, ignored=True),
     Option("hoodie.failed.writes.cleaner.policy", "EAGER", _choice("EAGER", "LAZY", "NEVER")),
+    Option("hoodie.fail.writes.on.inline.table.service.exception", True, _bool),
+    Option("hoodie.fail.on.timeline.archiving", True, _bool),
     # accepted for compatibility, no effect here
     Option("hoodie.datasource.hive_sync.enable", False, _bool, ignored=True),
     Option("hoodie.datasource.meta.sync.enable", False, _bool, ignored=True),
@@ -263,6 +271,46 @@ class WriteConfig:
             "delete": "hoodie.delete.shuffle.parallelism",
         }.get(op, "hoodie.upsert.shuffle.parallelism")
         return int(self.values[key])
+
+    @cached_property
+    def service_settings(self) -> ServiceSettings:
+        """The table services' settings (planning, inline triggers, failure handling)."""
+        v = self.values
+        sort = v.get("hoodie.clustering.plan.strategy.sort.columns")
+        return ServiceSettings(
+            compaction=CompactionSettings(
+                strategy=v["hoodie.compaction.strategy"],
+                target_io_mb=v["hoodie.compaction.target.io"],
+                log_file_size_threshold=v["hoodie.compaction.logfile.size.threshold"],
+                log_file_num_threshold=v["hoodie.compaction.logfile.num.threshold"],
+                max_delta_commits=v["hoodie.compact.inline.max.delta.commits"],
+                max_delta_seconds=v["hoodie.compact.inline.max.delta.seconds"],
+                trigger_strategy=v["hoodie.compact.inline.trigger.strategy"],
+            ),
+            clustering=ClusteringSettings(
+                small_file_limit=v["hoodie.clustering.plan.strategy.small.file.limit"],
+                target_file_max_bytes=v["hoodie.clustering.plan.strategy.target.file.max.bytes"],
+                max_bytes_per_group=v["hoodie.clustering.plan.strategy.max.bytes.per.group"],
+                max_num_groups=v["hoodie.clustering.plan.strategy.max.num.groups"],
+                sort_columns=tuple(_split(sort)) or None,
+            ),
+            clean=CleanSettings(
+                policy=v["hoodie.cleaner.policy"],
+                commits_retained=v["hoodie.cleaner.commits.retained"],
+                file_versions_retained=v["hoodie.cleaner.fileversions.retained"],
+                hours_retained=v["hoodie.cleaner.hours.retained"],
+                max_commits=v["hoodie.clean.max.commits"],
+            ),
+            archival=ArchivalSettings(v["hoodie.keep.min.commits"], v["hoodie.keep.max.commits"]),
+            compact_inline=v["hoodie.compact.inline"],
+            schedule_compaction_inline=v["hoodie.compact.schedule.inline"],
+            cluster_inline=v["hoodie.clustering.inline"],
+            cluster_inline_max_commits=v["hoodie.clustering.inline.max.commits"],
+            clean_automatic=v["hoodie.clean.automatic"],
+            archive_automatic=v["hoodie.archive.automatic"],
+            fail_on_service_error=v["hoodie.fail.writes.on.inline.table.service.exception"],
+            fail_on_archival_error=v["hoodie.fail.on.timeline.archiving"],
+        )
 
     def hoodie_options(self) -> dict[str, str]:
         """Options the core's key generator reads (Hudi names)."""

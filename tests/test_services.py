@@ -27,6 +27,7 @@ Environment knobs:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 import posixpath
@@ -504,7 +505,7 @@ def test_compaction_strategies():
     ids = lambda chosen: [s.file_id for s in chosen]  # noqa: E731
     size = c.CompactionSettings(strategy=c.LOG_FILE_SIZE_STRATEGY)
     assert ids(c.select_operations(slices, size)) == ["big", "logonly", "small", "many"]
-    size.log_file_size_threshold = 1000
+    size = dataclasses.replace(size, log_file_size_threshold=1000)
     assert ids(c.select_operations(slices, size)) == ["big", "logonly"]
     num = c.CompactionSettings(strategy=c.LOG_FILE_NUM_STRATEGY, log_file_num_threshold=2)
     assert ids(c.select_operations(slices, num)) == ["many"]
@@ -514,7 +515,7 @@ def test_compaction_strategies():
     assert c._metrics(slices[4])["TOTAL_IO_WRITE_MB"] == 120.0
     bounded = c.CompactionSettings(strategy=c.LOG_FILE_SIZE_STRATEGY, target_io_mb=10)
     assert ids(c.select_operations(slices, bounded)) == ["big"]
-    bounded.target_io_mb = 14
+    bounded = dataclasses.replace(bounded, target_io_mb=14)
     assert ids(c.select_operations(slices, bounded)) == ["big", "logonly"]
     unbounded = c.CompactionSettings(strategy=c.UNBOUNDED_STRATEGY, target_io_mb=1)
     assert sorted(ids(c.select_operations(slices, unbounded))) == ["big", "logonly", "many", "small"]

@@ -19,8 +19,10 @@ from ..timeline.archived import meta_entries_for, write_archive_file
 from ..timeline.instant import Action, State
 
 
-@dataclass
+@dataclass(frozen=True)
 class ArchivalSettings:
+    """``hoodie.keep.min.commits`` / ``hoodie.keep.max.commits``."""
+
     min_commits: int = 20
     max_commits: int = 30
 

@@ -26,6 +26,7 @@ from ..table.table import HudiTable
 from ..timeline.instant import Action, Instant, State, format_instant_time
 from ..timeline.plans import ActionInstant, CleanerPlan, CleanFileInfo
 from ..timeline.service_metadata import CleanMetadata, CleanPartitionMetadata
+from ..timeline.transaction import Transaction
 from .compaction import busy_file_groups
 
 KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
@@ -33,8 +34,10 @@ KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
 KEEP_LATEST_BY_HOURS = "KEEP_LATEST_BY_HOURS"
 
 
-@dataclass
+@dataclass(frozen=True)
 class CleanSettings:
+    """``hoodie.cleaner.*`` / ``hoodie.clean.max.commits``: what a clean keeps and when it runs."""
+
     policy: str = KEEP_LATEST_COMMITS
     commits_retained: int = 10
     file_versions_retained: int = 3
@@ -207,7 +210,19 @@ def schedule_clean(table: HudiTable, settings: CleanSettings, instant_time: str)
     plan = plan_clean(table, settings)
     if plan is None:
         return None
-    return table.timeline.create_requested(instant_time, Action.CLEAN, plan.to_bytes())
+    return Transaction.schedule(table.timeline, Action.CLEAN, plan, instant_time)
+
+
+def run_clean(table: HudiTable, settings: CleanSettings) -> str | None:
+    """Finish cleans a crashed run left pending, then plan and run one; returns its time
+    (``None`` when nothing needs deleting)."""
+    for pending in pending_cleans(table):
+        execute_clean(table, table.timeline.state_file(pending.requested_time, State.REQUESTED))
+    requested = schedule_clean(table, settings, table.timeline.next_instant_time())
+    if requested is None:
+        return None
+    execute_clean(table, requested)
+    return requested.requested_time
 
 
 def _relative(table: HudiTable, path: str) -> str:
@@ -216,13 +231,21 @@ def _relative(table: HudiTable, path: str) -> str:
 
 
 def execute_clean(table: HudiTable, requested: Instant) -> CleanMetadata:
-    """Delete the planned files and complete the clean (idempotent if re-run)."""
+    """Delete the planned files and complete the clean (a clean that fails stays pending
+    and runs again; deleting is idempotent)."""
     started = time.perf_counter()
     timeline = table.timeline
     plan = timeline.plan(requested.requested_time) or CleanerPlan(policy=KEEP_LATEST_COMMITS)
-    inflight = timeline.state_file(requested.requested_time, State.INFLIGHT)
-    if inflight is None:
-        inflight = timeline.transition_to_inflight(requested, plan.to_bytes())
+    with Transaction.resume(timeline, requested.requested_time) as txn:
+        txn.begin(plan)  # Hudi's .clean.inflight repeats the plan
+        metadata = delete_planned_files(table, plan, requested.requested_time)
+        metadata.time_taken_in_millis = int((time.perf_counter() - started) * 1000)
+        txn.commit(metadata)
+    return metadata
+
+
+def delete_planned_files(table: HudiTable, plan: CleanerPlan, clean_time: str) -> CleanMetadata:
+    """Delete what ``plan`` names; the clean's metadata says what was deleted and what failed."""
     partitions: dict[str, CleanPartitionMetadata] = {}
     total = 0
     for partition, infos in (plan.file_paths_to_be_deleted_per_partition or {}).items():
@@ -247,9 +270,9 @@ def execute_clean(table: HudiTable, requested: Instant) -> CleanMetadata:
             is_partition_deleted=False,
         )
     earliest = plan.earliest_instant_to_retain
-    metadata = CleanMetadata(
-        start_clean_time=requested.requested_time,
-        time_taken_in_millis=int((time.perf_counter() - started) * 1000),
+    return CleanMetadata(
+        start_clean_time=clean_time,
+        time_taken_in_millis=0,
         total_files_deleted=total,
         earliest_commit_to_retain=earliest.timestamp if earliest is not None else "",
         last_completed_commit_timestamp=plan.last_completed_commit_timestamp or "",
@@ -257,8 +280,6 @@ def execute_clean(table: HudiTable, requested: Instant) -> CleanMetadata:
         version=2,
         bootstrap_partition_metadata={},
     )
-    timeline.complete(inflight, metadata.to_bytes())
-    return metadata
 
 
 def pending_cleans(table: HudiTable) -> list[Instant]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable, Iterable
 
 import pyarrow as pa
 
@@ -23,7 +24,7 @@ from ..file_group.file_slice import FileSlice
 from ..file_group.reader import SliceReadContext, read_slice
 from ..table.table import HudiTable
 from ..timeline.commit_metadata import CommitMetadata, WriteStat
-from ..timeline.instant import Action, Instant, State
+from ..timeline.instant import Action, Instant
 from ..timeline.plans import (
     CLUSTER_OPERATION,
     SORT_COLUMNS_PARAM,
@@ -33,21 +34,25 @@ from ..timeline.plans import (
     RequestedReplaceMetadata,
     SliceInfo,
 )
+from ..timeline.transaction import CommitParticipant, Transaction
 from ..write.handles import TaskInfo, WriteContext, create_files
-from ..write.markers import delete_markers, list_markers
 from .compaction import busy_file_groups, slice_metrics
 
 SIZE_BASED_STRATEGY = "org.apache.hudi.client.clustering.plan.strategy.SparkSizeBasedClusteringPlanStrategy"
 EXECUTION_STRATEGY = "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
+#: A strategy parameter that sets the size of the files clustering writes.
+TARGET_FILE_MAX_BYTES_PARAM = "hoodie.clustering.plan.strategy.target.file.max.bytes"
 
 
-@dataclass
+@dataclass(frozen=True)
 class ClusteringSettings:
+    """``hoodie.clustering.plan.strategy.*``: which file groups a plan takes and how it rewrites them."""
+
     small_file_limit: int = 314572800
     target_file_max_bytes: int = 1073741824
     max_bytes_per_group: int = 2147483648
     max_num_groups: int = 30
-    sort_columns: list[str] | None = None
+    sort_columns: tuple[str, ...] | None = None
 
 
 def _slice_size(s: FileSlice) -> int:
@@ -128,7 +133,25 @@ def schedule_clustering(table: HudiTable, settings: ClusteringSettings, instant_
     plan = plan_clustering(table, settings)
     if plan is None:
         return None
-    return table.timeline.create_requested(instant_time, Action.REPLACE_COMMIT, plan.to_bytes())
+    return Transaction.schedule(table.timeline, Action.REPLACE_COMMIT, plan, instant_time)
+
+
+def clusterings_to_run(table: HudiTable, settings: ClusteringSettings) -> list[str]:
+    """The clusterings a clustering job runs: every pending one, else one scheduled now
+    (none if no file groups qualify)."""
+    pending = [i.requested_time for i in table.timeline.pending_clustering()]
+    if pending:
+        return pending
+    scheduled = schedule_clustering(table, settings, table.timeline.next_instant_time())
+    return [scheduled.requested_time] if scheduled is not None else []
+
+
+def commits_since_last_clustering(table: HudiTable) -> int:
+    """Completed commits after the latest completed replace commit (the inline trigger counts them)."""
+    timeline = table.timeline
+    replaces = timeline.completed([Action.REPLACE_COMMIT])
+    last = replaces[-1].requested_time if replaces else None
+    return sum(1 for c in timeline.completed(Action.WRITE_ACTIONS) if last is None or c.requested_time > last)
 
 
 def read_plan(table: HudiTable, instant_time: str) -> ClusteringPlan:
@@ -168,32 +191,36 @@ def cluster_group(
     return stats
 
 
-def start_clustering(table: HudiTable, instant_time: str) -> Instant:
-    timeline = table.timeline
-    group = timeline.group(instant_time)
-    if group is None or group.latest.is_completed:
-        raise HudiError(f"{table.base_uri}: no pending clustering at {instant_time}")
-    if State.INFLIGHT in group.by_state:
-        for marker in list_markers(table.storage, instant_time):
-            table.storage.delete(marker.data_path)
-        delete_markers(table.storage, instant_time)
-        timeline.delete_instant(instant_time, [State.INFLIGHT])
-    return timeline.transition_to_inflight(timeline.state_file(instant_time, State.REQUESTED), b"")
+#: Rewrites clustering groups (on an engine's workers) and returns their write stats.
+GroupRunner = Callable[[list[ClusteringGroup], WriteContext, "list[str] | None"], list[WriteStat]]
 
 
-def commit_clustering(
-    table: HudiTable, inflight: Instant, plan: ClusteringPlan, stats: list[WriteStat], schema: str
+def run_clustering(
+    table: HudiTable,
+    instant_time: str,
+    settings: ClusteringSettings,
+    make_context: Callable[[HudiTable, str], WriteContext],
+    run_groups: GroupRunner,
+    participants: Iterable[CommitParticipant] = (),
 ) -> Instant:
-    replaced: dict[str, list[str]] = {}
-    for partition, file_id in plan.file_groups:
-        replaced.setdefault(partition, []).append(file_id)
-    metadata = CommitMetadata.of(
-        stats,
-        compacted=False,
-        extra_metadata={"schema": schema},
-        operation_type="CLUSTER",
-        partition_to_replace_file_ids=dict(sorted(replaced.items())),
-    )
-    done = table.timeline.complete(inflight, metadata.to_bytes(table.config.version))
-    delete_markers(table.storage, inflight.requested_time)
-    return done
+    """Execute a scheduled clustering: inflight, rewrite every group, commit a replace commit
+    replacing the input file groups. A failure rolls the attempt back (the plan stays).
+
+    New files are sized by the plan's target file size, else ``settings``'."""
+    plan = read_plan(table, instant_time)
+    with Transaction.resume(table.timeline, instant_time, participants) as txn:
+        txn.begin()
+        context = make_context(table, instant_time)
+        context.max_file_size = int(plan.strategy_params.get(TARGET_FILE_MAX_BYTES_PARAM, settings.target_file_max_bytes))
+        stats = run_groups(plan.groups, context, plan.sort_columns or None)
+        replaced: dict[str, list[str]] = {}
+        for partition, file_id in plan.file_groups:
+            replaced.setdefault(partition, []).append(file_id)
+        metadata = CommitMetadata.of(
+            stats,
+            compacted=False,
+            extra_metadata={"schema": table.avro_schema},
+            operation_type="CLUSTER",
+            partition_to_replace_file_ids=dict(sorted(replaced.items())),
+        )
+        return txn.commit(metadata)

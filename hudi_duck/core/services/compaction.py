@@ -17,6 +17,7 @@ import datetime as _dt
 import posixpath
 import time
 from dataclasses import dataclass
+from typing import Callable, Iterable
 
 from ..errors import HudiError
 from ..file_group.file_slice import FileSlice
@@ -24,10 +25,11 @@ from ..file_group.naming import base_file_name, parse_base_file, parse_log_file
 from ..file_group.reader import SliceReadContext, read_slice_with_stats
 from ..table.table import HudiTable
 from ..timeline.commit_metadata import CommitMetadata, RuntimeStats, WriteStat
-from ..timeline.instant import Action, Instant, State, parse_instant_time
+from ..timeline.instant import Action, Instant, parse_instant_time
 from ..timeline.plans import CompactionOperation, CompactionPlan
 from ..write.handles import TaskInfo, WriteContext, ensure_partition_metadata
-from ..write.markers import IOType, create_marker, delete_markers, list_markers
+from ..timeline.transaction import CommitParticipant, Transaction
+from ..write.markers import IOType, create_marker
 
 LOG_FILE_SIZE_STRATEGY = "org.apache.hudi.table.action.compact.strategy.LogFileSizeBasedCompactionStrategy"
 LOG_FILE_NUM_STRATEGY = "org.apache.hudi.table.action.compact.strategy.LogFileNumBasedCompactionStrategy"
@@ -39,7 +41,7 @@ STRATEGIES = (LOG_FILE_SIZE_STRATEGY, LOG_FILE_NUM_STRATEGY, BOUNDED_IO_STRATEGY
 _MB = 1024 * 1024
 
 
-@dataclass
+@dataclass(frozen=True)
 class CompactionSettings:
     """``hoodie.compact.*`` / ``hoodie.compaction.*`` options that shape a plan."""
 
@@ -197,7 +199,23 @@ def schedule_compaction(table: HudiTable, settings: CompactionSettings, instant_
     plan = plan_compaction(table, settings)
     if plan is None:
         return None
-    return table.timeline.create_requested(instant_time, Action.COMPACTION, plan.to_bytes())
+    return Transaction.schedule(table.timeline, Action.COMPACTION, plan, instant_time)
+
+
+def compactions_to_run(table: HudiTable, settings: CompactionSettings, instant_time: str | None = None) -> list[str]:
+    """The compactions a compaction job runs: ``instant_time`` (which must be pending), else
+    every pending one, else one scheduled now (none if there is nothing to compact)."""
+    if not table.config.is_mor:
+        raise HudiError(f"{table.base_uri}: compaction applies to MERGE_ON_READ tables only")
+    pending = table.timeline.pending_compaction_times()
+    if instant_time is not None:
+        if instant_time not in pending:
+            raise HudiError(f"{table.base_uri}: no pending compaction at {instant_time}")
+        return [instant_time]
+    if pending:
+        return pending
+    scheduled = schedule_compaction(table, settings, table.timeline.next_instant_time())
+    return [scheduled.requested_time] if scheduled is not None else []
 
 
 def read_plan(table: HudiTable, instant_time: str) -> CompactionPlan:
@@ -285,27 +303,26 @@ def compact_operation(
     )
 
 
-def start_compaction(table: HudiTable, instant_time: str) -> Instant:
-    """Move a compaction to inflight, undoing a previous failed attempt first."""
-    timeline = table.timeline
-    group = timeline.group(instant_time)
-    if group is None:
-        raise HudiError(f"{table.base_uri}: no compaction instant {instant_time}")
-    if group.latest.is_completed:
-        raise HudiError(f"{table.base_uri}: compaction {instant_time} already completed")
-    inflight = group.by_state.get(State.INFLIGHT)
-    if inflight is not None:
-        # a previous attempt died: remove what it wrote, start over from requested
-        for marker in list_markers(table.storage, instant_time):
-            table.storage.delete(marker.data_path)
-        delete_markers(table.storage, instant_time)
-        timeline.delete_instant(instant_time, [State.INFLIGHT])
-    requested = timeline.state_file(instant_time, State.REQUESTED)
-    return timeline.transition_to_inflight(requested, b"")
+#: Runs compaction operations (on an engine's workers) and returns their write stats.
+OperationRunner = Callable[[list[CompactionOperation], WriteContext], list[WriteStat]]
 
 
-def commit_compaction(table: HudiTable, inflight: Instant, stats: list[WriteStat], schema: str) -> Instant:
-    metadata = CommitMetadata.of(stats, compacted=True, extra_metadata={"schema": schema}, operation_type="COMPACT")
-    done = table.timeline.complete(inflight, metadata.to_bytes(table.config.version))
-    delete_markers(table.storage, inflight.requested_time)
-    return done
+def run_compaction(
+    table: HudiTable,
+    instant_time: str,
+    make_context: Callable[[HudiTable, str], WriteContext],
+    run_operations: OperationRunner,
+    participants: Iterable[CommitParticipant] = (),
+) -> Instant:
+    """Execute a scheduled compaction: inflight, merge every operation's slice, commit.
+
+    An attempt that died before is rolled back first; a failure now rolls this attempt
+    back and leaves the plan requested, so the compaction can run again."""
+    plan = read_plan(table, instant_time)
+    with Transaction.resume(table.timeline, instant_time, participants) as txn:
+        txn.begin()
+        stats = run_operations(list(plan.operations or ()), make_context(table, instant_time))
+        metadata = CommitMetadata.of(
+            stats, compacted=True, extra_metadata={"schema": table.avro_schema}, operation_type="COMPACT"
+        )
+        return txn.commit(metadata)

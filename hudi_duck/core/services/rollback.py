@@ -20,14 +20,16 @@ import time
 from dataclasses import dataclass
 
 from ..config.table_config import TableConfig
-from ..errors import TimelineError
+from ..errors import HudiError, TimelineError
 from ..file_group.log_format import BlockType, CommandType, HeaderKey, encode_block
 from ..file_group.naming import parse_base_file, parse_log_file
 from ..storage.storage import Storage
+from ..table.table import HudiTable
 from ..timeline.active import Timeline
 from ..timeline.instant import Action, Instant, State, new_instant_time
 from ..timeline.plans import InstantInfo, RollbackPlan, RollbackRequest
 from ..timeline.service_metadata import RollbackMetadata, RollbackPartitionMetadata
+from ..timeline.transaction import Transaction
 from ..write.handles import next_log_version
 from ..write.markers import IOType, delete_markers, list_markers
 
@@ -153,8 +155,7 @@ def schedule_rollback(
     """Write ``<t>.rollback.requested`` with the plan to undo ``instant``."""
     plan = plan_rollback(storage, config, timeline, instant)
     rollback_time = rollback_time or new_instant_time(config.timeline_timezone_utc, after=timeline.last_instant_time)
-    requested = timeline.create_requested(rollback_time, Action.ROLLBACK, plan.to_bytes())
-    return requested, plan
+    return Transaction.schedule(timeline, Action.ROLLBACK, plan, rollback_time), plan
 
 
 def _append_rollback_block(storage: Storage, rel_log: str, target: str, rollback_time: str) -> tuple[str, int]:
@@ -247,14 +248,14 @@ def keeps_plan(timeline: Timeline, requested_time: str) -> bool:
 def execute_rollback(
     storage: Storage, config: TableConfig, timeline: Timeline, requested: Instant, plan: RollbackPlan
 ) -> RollbackMetadata:
-    """Carry out a scheduled rollback and complete it."""
-    inflight = timeline.state_file(requested.requested_time, State.INFLIGHT)
-    if inflight is None:
-        inflight = timeline.transition_to_inflight(requested, b"")
-    metadata = execute_rollback_requests(
-        storage, timeline, plan.instant_to_rollback, plan.requests, requested.requested_time
-    )
-    timeline.complete(inflight, metadata.to_bytes())
+    """Carry out a scheduled rollback and complete it (one that fails stays pending;
+    the next writer finishes it)."""
+    with Transaction.resume(timeline, requested.requested_time) as txn:
+        txn.begin()
+        metadata = execute_rollback_requests(
+            storage, timeline, plan.instant_to_rollback, plan.requests, requested.requested_time
+        )
+        txn.commit(metadata)
     return metadata
 
 
@@ -289,6 +290,88 @@ def rollback_failed_writes(storage: Storage, config: TableConfig, timeline: Time
         rollback(storage, config, timeline, instant)
         rolled.append(instant.requested_time)
     return rolled
+
+
+# -- rolling back on request: the preconditions -------------------------------------------------------
+
+
+def rollback_instant(table: HudiTable, instant_time: str | None = None) -> RollbackMetadata:
+    """Roll back a pending write, a started compaction or clustering, or the latest completed
+    commit (default: the latest completed write), refusing what would lose data."""
+    timeline = table.timeline
+    instant = rollback_target(table, instant_time)
+    return rollback(table.storage, table.config, timeline, instant)
+
+
+def rollback_target(table: HudiTable, instant_time: str | None = None) -> Instant:
+    """The instant :func:`rollback_instant` undoes, after checking it may be undone."""
+    path, timeline = table.base_uri, table.timeline
+    if instant_time is None:
+        latest = timeline.latest_completed_write
+        if latest is None:
+            raise HudiError(f"{path}: nothing to roll back")
+        instant_time = latest.requested_time
+    group = timeline.group(instant_time)
+    if group is None:
+        raise HudiError(f"{path}: no instant {instant_time} on the timeline")
+    instant = group.latest
+    if not instant.is_completed and instant.is_requested and keeps_plan(timeline, instant.requested_time):
+        raise HudiError(
+            f"{path}: {group.pending_action} {instant.requested_time} has not started; there is nothing to roll back"
+        )
+    if instant.is_completed:
+        later = [i for i in timeline.completed_writes if i.requested_time > instant.requested_time]
+        if later:
+            raise HudiError(
+                f"{path}: {instant.requested_time} is not the latest commit ({len(later)} later); "
+                "restore to a savepoint instead"
+            )
+        if instant.requested_time in timeline.savepoints():
+            raise HudiError(f"{path}: {instant.requested_time} is savepointed; delete the savepoint first")
+        missing = cleaned_predecessor(table, instant)
+        if missing:
+            raise HudiError(
+                f"{path}: cannot roll back {instant.requested_time}: cleaning already removed {missing}, "
+                "which the table would need again afterwards"
+            )
+    return instant
+
+
+def cleaned_predecessor(table: HudiTable, instant: Instant) -> str | None:
+    """A file a completed instant superseded that cleaning has deleted since (rolling the
+    instant back would then lose data), or None. Hudi does not check this; e.g. with
+    KEEP_LATEST_FILE_VERSIONS=1 the previous base file of a copy-on-write commit is gone."""
+    timeline, storage = table.timeline, table.storage
+    if timeline.was_action(instant.requested_time, Action.COMPACTION):
+        plan = timeline.plan(instant.requested_time)
+        for op in (plan.operations or []) if plan is not None else []:
+            partition = op.partition
+            names = ([op.base_file_name] if op.data_file_path else []) + list(op.log_file_names)
+            for name in names:
+                rel = posixpath.join(partition, name) if partition else name
+                if not storage.exists(rel):
+                    return rel
+        return None
+    metadata = timeline.commit_metadata(instant)
+    ext = "." + table.config.base_file_extension.lstrip(".")
+    listed: dict[str, list] = {}
+
+    def bases(partition: str) -> list:
+        if partition not in listed:
+            listed[partition] = [b for b in (parse_base_file(partition, f.name) for f in storage.list(partition)) if b]
+        return listed[partition]
+
+    for partition, stat in metadata.iter_stats():
+        prev = stat.previous_commit
+        if prev is None or not (stat.path or "").endswith(ext):
+            continue
+        if not any(b.file_id == stat.file_id and b.instant_time == prev for b in bases(partition)):
+            return f"the base file of {partition}/{stat.file_id} at {prev}"
+    for partition, ids in metadata.replaced_file_ids().items():
+        for file_id in ids:
+            if not any(b.file_id == file_id for b in bases(partition)):
+                return f"the replaced file group {partition}/{file_id}"
+    return None
 
 
 # -- reading rollbacks (pending and completed) -------------------------------------------------

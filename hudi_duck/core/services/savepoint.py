@@ -22,11 +22,18 @@ from ..timeline.service_metadata import (
     SavepointMetadata,
     SavepointPartitionMetadata,
 )
+from ..timeline.transaction import Transaction
 from .rollback import execute_rollback_requests, plan_rollback
 
 
-def create_savepoint(table: HudiTable, instant_time: str, user: str | None = None, comment: str = "") -> Instant:
+def create_savepoint(table: HudiTable, instant_time: str | None = None, user: str | None = None, comment: str = "") -> Instant:
+    """Savepoint a completed commit (default: the latest)."""
     timeline = table.timeline
+    if instant_time is None:
+        latest = timeline.latest_completed_write
+        if latest is None:
+            raise HudiError(f"{table.base_uri}: nothing to savepoint (no completed commit)")
+        instant_time = latest.requested_time
     target = next((i for i in timeline.completed_writes if i.requested_time == instant_time), None)
     if target is None:
         raise HudiError(f"{table.base_uri}: cannot savepoint {instant_time}: not a completed commit")
@@ -53,8 +60,8 @@ def create_savepoint(table: HudiTable, instant_time: str, user: str | None = Non
         version=1,
     )
     # a savepoint reuses the commit's time: <t>.savepoint.inflight then <t>.savepoint
-    inflight = timeline.create_inflight(instant_time, Action.SAVEPOINT, b"")
-    return timeline.complete(inflight, metadata.to_bytes())
+    with Transaction.start(timeline, Action.SAVEPOINT, instant_time=instant_time) as txn:
+        return txn.commit(metadata)
 
 
 def _user() -> str:
@@ -100,25 +107,25 @@ def restore_to_savepoint(table: HudiTable, savepoint_time: str) -> RestoreMetada
 
     infos = [info(i) for i in later]
     plan = RestorePlan(instants_to_rollback=infos, version=1)
-    requested = timeline.create_requested(restore_time, Action.RESTORE, plan.to_bytes())
-    inflight = timeline.transition_to_inflight(requested, b"")
-    per_instant: dict[str, list[RollbackMetadata]] = {}
-    for instant, target in zip(later, infos):
-        rollback_plan = plan_rollback(storage, config, timeline, instant)
-        per_instant[instant.requested_time] = [
-            execute_rollback_requests(
-                storage, timeline, target, rollback_plan.requests, restore_time, revert_pending_plan=False
-            )
-        ]
-    metadata = RestoreMetadata(
-        start_restore_time=restore_time,
-        time_taken_in_millis=int((time.perf_counter() - started) * 1000),
-        instants_to_rollback=[i.requested_time for i in later],
-        hoodie_restore_metadata=per_instant,
-        version=1,
-        restore_instant_info=[InstantInfo(i.commit_time, i.action) for i in infos],
-    )
-    timeline.complete(inflight, metadata.to_bytes())
+    with Transaction.start(timeline, Action.RESTORE, plan, instant_time=restore_time) as txn:
+        txn.begin()
+        per_instant: dict[str, list[RollbackMetadata]] = {}
+        for instant, target in zip(later, infos):
+            rollback_plan = plan_rollback(storage, config, timeline, instant)
+            per_instant[instant.requested_time] = [
+                execute_rollback_requests(
+                    storage, timeline, target, rollback_plan.requests, restore_time, revert_pending_plan=False
+                )
+            ]
+        metadata = RestoreMetadata(
+            start_restore_time=restore_time,
+            time_taken_in_millis=int((time.perf_counter() - started) * 1000),
+            instants_to_rollback=[i.requested_time for i in later],
+            hoodie_restore_metadata=per_instant,
+            version=1,
+            restore_instant_info=[InstantInfo(i.commit_time, i.action) for i in infos],
+        )
+        txn.commit(metadata)
     return metadata
 
 

@@ -246,6 +246,12 @@ class Timeline:
             (i for i in self.savepoint_instants if i.requested_time == requested_time and i.state is state), None
         )
 
+    def next_instant_time(self) -> str:
+        """A fresh instant time after every instant of this timeline."""
+        from .instant import new_instant_time
+
+        return new_instant_time(self.config.timeline_timezone_utc, after=self.last_instant_time)
+
     @property
     def last_instant_time(self) -> str | None:
         return self.instants[-1].requested_time if self.instants else None

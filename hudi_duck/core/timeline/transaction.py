@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Protocol
 from ..errors import TimelineError, UnsupportedFeatureError
 from ..write.markers import delete_markers, list_markers
 from .commit_metadata import CommitMetadata
-from .instant import Action, Instant, State, new_instant_time
+from .instant import Action, Instant, State
 
 if TYPE_CHECKING:
     from .active import Timeline
@@ -92,7 +92,7 @@ class Transaction:
         commit it pins (``instant_time``)."""
         check_writable(timeline)
         if instant_time is None:
-            instant_time = new_instant_time(timeline.config.timeline_timezone_utc, after=timeline.last_instant_time)
+            instant_time = timeline.next_instant_time()
         txn = cls(timeline, instant_time, action, list(participants))
         if action == Action.SAVEPOINT:
             txn.instant = timeline.create_inflight(instant_time, action, _bytes(plan, timeline))
@@ -214,6 +214,8 @@ class Transaction:
 
     def _after_commit(self) -> None:
         """Clean-up after publication: reported, never raised (the commit stands)."""
+        if self.action not in _ROLLED_BACK_ON_ABORT:
+            return  # only data-writing actions leave markers
         try:
             delete_markers(self.timeline.storage, self.requested_time)
         except Exception as exc:
