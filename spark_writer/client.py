@@ -368,15 +368,7 @@ class WriteClient:
             is_mor=table.config.is_mor,
             storage_options=self.storage_options,
             populate_meta_fields=table.config.populate_meta_fields,
-            compression=cfg["hoodie.parquet.compression.codec"],
-            max_file_size=int(cfg["hoodie.parquet.max.file.size"]),
-            block_size=int(cfg["hoodie.parquet.block.size"]),
-            page_size=int(cfg["hoodie.parquet.page.size"]),
-            bloom_type=cfg["hoodie.bloom.index.filter.type"],
-            bloom_num_entries=int(cfg["hoodie.index.bloom.num_entries"]),
-            bloom_fpp=float(cfg["hoodie.index.bloom.fpp"]),
-            bloom_max_entries=int(cfg["hoodie.bloom.index.filter.dynamic.max.entries"]),
-            log_block_format=cfg["hoodie.logfile.data.block.format"],
+            files=cfg.file_settings,
             virtual_key_table={} if table.config.populate_meta_fields else dict(table.config.props),
         )
 

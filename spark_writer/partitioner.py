@@ -160,7 +160,7 @@ def plan_workload(
         existing[(partition, file_id)] = bucket
         next_id += 1
     record_size = average_record_size(table, cfg)
-    max_size = int(cfg["hoodie.parquet.max.file.size"])
+    max_size = cfg.file_settings.parquet.max_file_size
     if cfg["hoodie.copyonwrite.insert.auto.split"]:
         per_bucket = max(1, max_size // record_size)
     else:

@@ -16,8 +16,6 @@ from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
 
-from hudi_duck.core.errors import HudiError
-from hudi_duck.core.merge.rules import MergeMode
 from hudi_duck.core.services import archival, clean, clustering, compaction, inline
 from hudi_duck.core.services import rollback as rollbacks
 from hudi_duck.core.services import savepoint as savepoints
@@ -39,30 +37,6 @@ def _config(table: HudiTable, options: Mapping[str, Any] | None) -> WriteConfig:
     return parse_options(merged, for_write=False)
 
 
-def _context(table: HudiTable, cfg: WriteConfig, instant_time: str, storage_options: dict | None) -> WriteContext:
-    mode = table.merge_config.mode
-    schema = table.avro_schema
-    if not schema:
-        raise HudiError(f"{table.base_uri}: the table has no schema yet (no commits)")
-    return WriteContext(
-        base_uri=table.base_uri,
-        instant_time=instant_time,
-        avro_schema=schema,
-        merge_mode=mode if isinstance(mode, MergeMode) else MergeMode(mode),
-        ordering_field=table.merge_config.ordering_field,
-        is_mor=table.config.is_mor,
-        storage_options=dict(storage_options or {}),
-        populate_meta_fields=table.config.populate_meta_fields,
-        compression=cfg["hoodie.parquet.compression.codec"],
-        max_file_size=int(cfg["hoodie.parquet.max.file.size"]),
-        bloom_type=cfg["hoodie.bloom.index.filter.type"],
-        bloom_num_entries=int(cfg["hoodie.index.bloom.num_entries"]),
-        bloom_fpp=float(cfg["hoodie.index.bloom.fpp"]),
-        bloom_max_entries=int(cfg["hoodie.bloom.index.filter.dynamic.max.entries"]),
-        virtual_key_table={} if table.config.populate_meta_fields else dict(table.config.props),
-    )
-
-
 class SparkServiceEngine:
     """Runs compactions and clusterings of one table with Spark (the core decides the rest)."""
 
@@ -74,9 +48,6 @@ class SparkServiceEngine:
 
     def _table(self) -> HudiTable:
         return HudiTable(self.path, self.storage_options)
-
-    def _context(self, table: HudiTable, instant_time: str) -> WriteContext:
-        return _context(table, self.cfg, instant_time, self.storage_options)
 
     def compact(self, instant_time: str) -> None:
         table = self._table()
@@ -90,7 +61,7 @@ class SparkServiceEngine:
             frame = self.spark.createDataFrame(rows, "op string").repartition(max(1, len(rows)))
             return collect_stats(frame.mapInArrow(_compaction_fn(self.path, self.storage_options, ctx, instant_time), STATS_SCHEMA))
 
-        compaction.run_compaction(table, instant_time, self._context, run)
+        compaction.run_compaction(table, instant_time, self.cfg.file_settings, run)
         log.info("compaction %s: committed %d file groups in %.1fs", instant_time, len(ops), time.perf_counter() - started)
 
     def cluster(self, instant_time: str) -> None:
@@ -106,7 +77,7 @@ class SparkServiceEngine:
             fn = _clustering_fn(self.path, self.storage_options, ctx, instant_time, sort_columns)
             return collect_stats(frame.mapInArrow(fn, STATS_SCHEMA))
 
-        clustering.run_clustering(table, instant_time, self.cfg.service_settings.clustering, self._context, run)
+        clustering.run_clustering(table, instant_time, self.cfg.service_settings.clustering, self.cfg.file_settings, run)
         log.info("clustering %s: committed in %.1fs", instant_time, time.perf_counter() - started)
 
 

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import hudi_duck
+from hudi_duck.core.config.write_settings import FileSettings
 from hudi_duck.core.errors import HudiError, TableServiceError
 from hudi_duck.core.merge.rules import MergeMode
 from hudi_duck.core.schema.meta_fields import META_FIELDS, RECORD_KEY
@@ -251,7 +252,7 @@ def test_a_failed_compaction_goes_back_to_requested_and_runs_again(fresh_fixture
     t = scheduled.requested_time
     table = HudiTable(path)
     with pytest.raises(RuntimeError, match="executor lost"):
-        compaction.run_compaction(table, t, _context, _run_ops(table, fail_after=1))
+        compaction.run_compaction(table, t, FileSettings(), _run_ops(table, fail_after=1))
     table = HudiTable(path)
     # the attempt is undone, its plan stays requested; readers see what they saw
     assert table.timeline.pending_compaction_times() == [t]
@@ -267,7 +268,7 @@ def test_a_failed_compaction_goes_back_to_requested_and_runs_again(fresh_fixture
     op = compaction.read_plan(table, t).operations[0]
     compaction.compact_operation(table, ctx, op, TaskInfo(), t)  # a file and its marker, then death
     table = HudiTable(path)
-    done = compaction.run_compaction(table, t, _context, _run_ops(table))
+    done = compaction.run_compaction(table, t, FileSettings(), _run_ops(table))
     assert done.is_completed and done.action == Action.COMMIT
     table = HudiTable(path)
     assert table.timeline.pending_compaction_times() == []

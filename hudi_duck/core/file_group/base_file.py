@@ -56,6 +56,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..config.write_settings import ParquetSettings
 from ..errors import SchemaError, WriteError
 from ..index import bloom as _bloom
 from ..schema.avro_arrow import avro_to_arrow, parse_avro_schema
@@ -75,14 +76,11 @@ if TYPE_CHECKING:
 
 # -- Hudi / parquet-mr defaults --------------------------------------------------------------
 
-#: hoodie.parquet.max.file.size / hoodie.parquet.block.size / hoodie.parquet.page.size
-DEFAULT_MAX_FILE_SIZE = 120 * 1024 * 1024
-DEFAULT_BLOCK_SIZE = 120 * 1024 * 1024
-DEFAULT_PAGE_SIZE = 1024 * 1024
+#: The settings a base file is written with when none are given (Hudi's defaults).
+DEFAULT_SETTINGS = ParquetSettings()
+DEFAULT_PAGE_SIZE = DEFAULT_SETTINGS.page_size
 #: parquet.dictionary.page.size (parquet-mr default, Hudi leaves it)
 DEFAULT_DICTIONARY_PAGE_SIZE = 1024 * 1024
-#: hoodie.parquet.compression.codec in 0.x
-DEFAULT_COMPRESSION = "gzip"
 #: levels parquet-mr/Hadoop use by default (zlib default level, zstd-jni level 3)
 _DEFAULT_LEVELS = {"gzip": 6, "zstd": 3, "brotli": None, "lz4": None, "snappy": None, "none": None}
 
@@ -540,17 +538,8 @@ def write_base_file(
     record_keys: Any = None,
     seqno_start: int = 0,
     task_partition_id: int = 0,
-    bloom_type: str = _bloom.DEFAULT_TYPE,
-    bloom_num_entries: int = _bloom.DEFAULT_NUM_ENTRIES,
-    bloom_fpp: float = _bloom.DEFAULT_FPP,
-    bloom_max_entries: int = _bloom.DEFAULT_MAX_ENTRIES,
-    bloom_enabled: bool = True,
-    compression: str = DEFAULT_COMPRESSION,
-    compression_level: int | None = None,
-    max_file_size: int = DEFAULT_MAX_FILE_SIZE,
-    block_size: int = DEFAULT_BLOCK_SIZE,
-    page_size: int = DEFAULT_PAGE_SIZE,
-    dictionary_enabled: bool = True,
+    settings: ParquetSettings = DEFAULT_SETTINGS,
+    max_file_size: int | None = None,
     populate_meta_fields: bool = True,
     preserve_meta: Any = False,
     with_operation_field: bool = False,
@@ -561,13 +550,19 @@ def write_base_file(
     ``data``: the records in write order, data columns by name (meta columns may
     be present; they are only read when ``preserve_meta`` asks for them).
     ``record_keys``: one key per row (default: ``data``'s ``_hoodie_record_key``).
+    ``settings``: codec, row group and page sizes, bloom filter (``hoodie.parquet.*``).
     ``preserve_meta``: ``True`` or a boolean mask per row: keep those rows'
     ``_hoodie_commit_time``/``_hoodie_commit_seqno`` from ``data`` (merge of old
     records, compaction, clustering); the file name is always rewritten.
-    ``max_file_size``: stop once the file is within two average records of it;
-    ``result.rows_consumed < data.num_rows`` then, and the caller writes the rest
-    to a new file group, as Hudi's create handle rolls over.
+    ``max_file_size``: this file's limit when it is not ``settings.max_file_size``
+    (0: none, one file group per bucket); the writer stops once the file is within two
+    average records of it, ``result.rows_consumed < data.num_rows`` then, and the caller
+    writes the rest to a new file group, as Hudi's create handle rolls over.
     """
+    if max_file_size is None:
+        max_file_size = settings.max_file_size
+    block_size, page_size, bloom_settings = settings.block_size, settings.page_size, settings.bloom_filter
+    compression, compression_level = settings.compression, settings.compression_level
     file_name = posixpath.basename(rel_path)
     parsed = parse_base_file(partition_path, file_name)
     if parsed is None:
@@ -634,7 +629,7 @@ def write_base_file(
 
     probe_rows = min(n, 65536)
     probe = chunk(0, probe_rows)
-    use_dictionary: bool | list[str] = dictionary_columns(probe, page_size) if dictionary_enabled else False
+    use_dictionary: bool | list[str] = dictionary_columns(probe, page_size) if settings.dictionary_enabled else False
     options = dict(
         version="1.0",
         data_page_version="1.0",
@@ -659,8 +654,12 @@ def write_base_file(
         per_row = max(buffer.tell() / probe_rows, 1.0)
     rows_per_group = n if per_row * n <= block_size else max(1, int(block_size / per_row))
 
-    bloom_on = populate_meta_fields and bloom_enabled
-    bf = _bloom.create(bloom_type, bloom_num_entries, bloom_fpp, bloom_max_entries) if bloom_on else None
+    bloom_on = populate_meta_fields  # enableBloomFilter needs the record keys in the file
+    bf = (
+        _bloom.create(bloom_settings.type, bloom_settings.num_entries, bloom_settings.fpp, bloom_settings.max_entries)
+        if bloom_on
+        else None
+    )
 
     path = storage.abs(rel_path)
     storage.makedirs(posixpath.dirname(rel_path))

@@ -19,6 +19,7 @@ from typing import Callable, Iterable
 
 import pyarrow as pa
 
+from ..config.write_settings import FileSettings
 from ..errors import HudiError
 from ..file_group.file_slice import FileSlice
 from ..file_group.reader import SliceReadContext, read_slice
@@ -199,19 +200,20 @@ def run_clustering(
     table: HudiTable,
     instant_time: str,
     settings: ClusteringSettings,
-    make_context: Callable[[HudiTable, str], WriteContext],
+    files: FileSettings,
     run_groups: GroupRunner,
     participants: Iterable[CommitParticipant] = (),
 ) -> Instant:
     """Execute a scheduled clustering: inflight, rewrite every group, commit a replace commit
     replacing the input file groups. A failure rolls the attempt back (the plan stays).
 
-    New files are sized by the plan's target file size, else ``settings``'."""
+    New base files are written with ``files`` (the writes' parquet settings), sized by the
+    plan's target file size, else ``settings``'."""
     plan = read_plan(table, instant_time)
     with Transaction.resume(table.timeline, instant_time, participants) as txn:
         txn.begin()
-        context = make_context(table, instant_time)
-        context.max_file_size = int(plan.strategy_params.get(TARGET_FILE_MAX_BYTES_PARAM, settings.target_file_max_bytes))
+        target = int(plan.strategy_params.get(TARGET_FILE_MAX_BYTES_PARAM, settings.target_file_max_bytes))
+        context = WriteContext.for_table(table, instant_time, files).with_max_file_size(target)
         stats = run_groups(plan.groups, context, plan.sort_columns or None)
         replaced: dict[str, list[str]] = {}
         for partition, file_id in plan.file_groups:

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from ..config.write_settings import FileSettings, ParquetSettings
 from ..errors import HudiError
 from ..file_group.file_slice import FileSlice
 from ..file_group.naming import base_file_name, parse_base_file, parse_log_file
@@ -55,7 +56,7 @@ class CompactionSettings:
 
 
 #: ``hoodie.parquet.max.file.size`` default: the write size Hudi assumes for a slice without base file.
-DEFAULT_MAX_PARQUET_SIZE = 120 * _MB
+DEFAULT_MAX_PARQUET_SIZE = ParquetSettings().max_file_size
 
 
 def slice_metrics(slices: list[FileSlice], default_base_size: int = DEFAULT_MAX_PARQUET_SIZE) -> dict[str, float]:
@@ -310,18 +311,19 @@ OperationRunner = Callable[[list[CompactionOperation], WriteContext], list[Write
 def run_compaction(
     table: HudiTable,
     instant_time: str,
-    make_context: Callable[[HudiTable, str], WriteContext],
+    files: FileSettings,
     run_operations: OperationRunner,
     participants: Iterable[CommitParticipant] = (),
 ) -> Instant:
-    """Execute a scheduled compaction: inflight, merge every operation's slice, commit.
+    """Execute a scheduled compaction: inflight, merge every operation's slice into a base
+    file written with ``files`` (the writes' parquet settings), commit.
 
     An attempt that died before is rolled back first; a failure now rolls this attempt
     back and leaves the plan requested, so the compaction can run again."""
     plan = read_plan(table, instant_time)
     with Transaction.resume(table.timeline, instant_time, participants) as txn:
         txn.begin()
-        stats = run_operations(list(plan.operations or ()), make_context(table, instant_time))
+        stats = run_operations(list(plan.operations or ()), WriteContext.for_table(table, instant_time, files))
         metadata = CommitMetadata.of(
             stats, compacted=True, extra_metadata={"schema": table.avro_schema}, operation_type="COMPACT"
         )

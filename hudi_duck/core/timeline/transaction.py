@@ -127,6 +127,9 @@ class Transaction:
         if inflight is not None:
             if requested.action in _ROLLED_BACK_ON_ABORT:
                 txn._rollback(inflight)
+                if timeline.state_file(requested_time, State.REQUESTED) is None:
+                    # a write keeps no plan: rolled back, there is nothing left to resume
+                    raise TimelineError(f"{timeline.storage.uri()}: {requested_time} was a failed write; it is rolled back")
                 txn.instant = requested
             else:
                 txn.instant, txn.phase = inflight, Phase.INFLIGHT

@@ -15,6 +15,7 @@ Record merging follows ``merge.py`` (the same rules readers apply).
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import time
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..config.write_settings import FileSettings
 from ..errors import WriteError
 from ..file_group import base_file as base_files
 from ..file_group.log_blocks import (
@@ -86,18 +88,41 @@ class WriteContext:
     is_mor: bool
     storage_options: dict[str, Any] = field(default_factory=dict)
     populate_meta_fields: bool = True
-    compression: str = "gzip"
-    max_file_size: int = 125829120
-    block_size: int = 125829120
-    page_size: int = 1048576
-    bloom_type: str = "DYNAMIC_V0"
-    bloom_num_entries: int = 60000
-    bloom_fpp: float = 0.000000001
-    bloom_max_entries: int = 100000
-    log_block_format: str = "avro"
+    #: how base files and log files are written (the same for writes, compaction, clustering)
+    files: FileSettings = field(default_factory=FileSettings)
     #: ``hoodie.properties`` of a table that keeps no ``_hoodie_record_key``
     #: (hoodie.populate.meta.fields=false): its key generator derives stored rows' keys
     virtual_key_table: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def for_table(cls, table: Any, instant_time: str, files: FileSettings) -> "WriteContext":
+        """The context of a table service rewriting ``table``'s files (a ``HudiTable``):
+        the table's schema, merge rule and meta-field choice, with ``files``."""
+        schema = table.avro_schema
+        if not schema:
+            raise WriteError(f"{table.base_uri}: the table has no schema yet (no commits)")
+        merge = table.merge_config
+        return cls(
+            base_uri=table.base_uri,
+            instant_time=instant_time,
+            avro_schema=schema,
+            merge_mode=merge.mode if isinstance(merge.mode, MergeMode) else MergeMode(merge.mode),
+            ordering_field=merge.ordering_field,
+            is_mor=table.config.is_mor,
+            storage_options=dict(table.storage.storage_options),
+            populate_meta_fields=table.config.populate_meta_fields,
+            files=files,
+            virtual_key_table={} if table.config.populate_meta_fields else dict(table.config.props),
+        )
+
+    @property
+    def max_file_size(self) -> int:
+        return self.files.parquet.max_file_size
+
+    def with_max_file_size(self, size: int) -> "WriteContext":
+        """This context writing base files of up to ``size`` bytes (clustering's target size)."""
+        parquet = dataclasses.replace(self.files.parquet, max_file_size=size)
+        return dataclasses.replace(self, files=dataclasses.replace(self.files, parquet=parquet))
 
     @cached_property
     def virtual_key_generator(self):
@@ -135,12 +160,13 @@ class WriteContext:
         partition_path: str,
         record_keys: pa.Array,
         task: "TaskInfo",
-        max_file_size: int,
+        max_file_size: int | None = None,
         commit_time: str | None = None,
         preserve_meta: Any = False,
         overwrite: bool = False,
     ) -> base_files.BaseFileWriteResult:
-        """Write one base file with this write's parquet, bloom and meta-field settings."""
+        """Write one base file with this write's parquet settings and meta-field choice
+        (``max_file_size``: this file's limit when not the settings')."""
         return base_files.write_base_file(
             self.storage,
             rel,
@@ -152,14 +178,8 @@ class WriteContext:
             record_keys=record_keys,
             seqno_start=0,  # every file counts its records from 0, as Hudi's handles do
             task_partition_id=task.partition_id,
-            bloom_type=self.bloom_type,
-            bloom_num_entries=self.bloom_num_entries,
-            bloom_fpp=self.bloom_fpp,
-            bloom_max_entries=self.bloom_max_entries,
-            compression=self.compression,
+            settings=self.files.parquet,
             max_file_size=max_file_size,
-            block_size=self.block_size,
-            page_size=self.page_size,
             populate_meta_fields=self.populate_meta_fields,
             preserve_meta=preserve_meta,
             overwrite=overwrite,
@@ -309,7 +329,7 @@ def create_files(
             record_keys=record_keys_of(ctx, remaining),
             task=task,
             # a given file id is a bucket (bucket index): one file group, no rollover
-            max_file_size=0 if file_id else ctx.max_file_size,
+            max_file_size=0 if file_id else None,
             preserve_meta=preserve_meta,
         )
         stat = result.to_write_stat(prev_commit="null", num_inserts=result.num_writes)
@@ -475,8 +495,8 @@ def append_log(
                 [pa.nulls(n, pa.string()) for _ in META_FIELDS] + list(records.columns),
                 names=list(META_FIELDS) + records.column_names,
             )
-        if ctx.log_block_format == "parquet":
-            content = encode_parquet_records(records, ctx.log_schema_json, ctx.compression)
+        if ctx.files.log.block_format == "parquet":
+            content = encode_parquet_records(records, ctx.log_schema_json, ctx.files.parquet.compression)
             blocks.append(encode_block(BlockType.PARQUET_DATA_BLOCK, dict(header), content))
         else:
             content = encode_avro_records(_avro_rows(records), ctx.log_schema_json)
