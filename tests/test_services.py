@@ -1224,3 +1224,49 @@ def test_random_sequence(small_spark, con, tmp_path):
         seed = BASE_SEED * 1000 + number
         table_type = ("COPY_ON_WRITE", "MERGE_ON_READ")[number % 2]
         run_sequence(small_spark, con, tmp_path / f"extra{number}", seed, table_type, 25)
+
+
+@pytest.mark.parametrize("fail", ["true", "false"])
+def test_a_failed_inline_compaction_never_undoes_the_write(small_spark, con, tmp_path, monkeypatch, fail):
+    """As Hudi: the write commits first; the inline compaction that fails afterwards is raised as a
+    TableServiceError carrying the write's result (hoodie.fail.writes.on.inline.table.service.exception,
+    default true) or reported in ``service_errors`` (false). The data and the plan stay."""
+    from hudi_duck.core.errors import TableServiceError
+    from spark_writer.services import SparkServiceEngine
+
+    rng = random.Random(5)
+    model = Model()
+    path = str(tmp_path / "t")
+    options = base_options(
+        "MERGE_ON_READ",
+        **{
+            "hoodie.compact.inline": "true",
+            "hoodie.compact.inline.max.delta.commits": "2",
+            "hoodie.fail.writes.on.inline.table.service.exception": fail,
+        },
+    )
+    keys = [key_of(i) for i in range(4)]
+    upsert(small_spark, path, model, rng, keys, options)
+
+    def lost(self, instant_time):
+        raise RuntimeError("executors lost")
+
+    monkeypatch.setattr(SparkServiceEngine, "compact", lost)
+    rows = make_rows(model, rng, keys[:2])
+    write = lambda: spark_writer.write(frame(small_spark, rows), path, dict(options, **{"hoodie.datasource.write.operation": "upsert"}))  # noqa: E731
+    if fail == "true":
+        with pytest.raises(TableServiceError, match="committed.*compaction.*executors lost") as info:
+            write()
+        result = info.value.result
+        assert info.value.committed == result.instant_time
+    else:
+        result = write()
+        assert result.service_errors and "executors lost" in result.service_errors[0]
+    monkeypatch.undo()
+    model.upsert(rows, result.instant_time)
+    table = HudiTable(path)
+    assert result.instant_time in {i.requested_time for i in table.timeline.completed_writes}
+    (pending,) = table.timeline.pending_compaction_times()  # scheduled, waiting for the next run
+    check(con, path, model, "after the failed inline compaction")
+    assert spark_writer.compact(small_spark, path, options) == [pending]
+    check(con, path, model, "compacted afterwards")
