@@ -16,7 +16,6 @@ lost or changed.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from hudi_duck.core.config.table_config import PROPERTIES_FILE, Keys, TableConfig
-from hudi_duck.core.errors import HudiError, KeyGeneratorError, SchemaError, WriteError
+from hudi_duck.core.errors import HudiError, KeyGeneratorError, SchemaError, TableServiceError, WriteError
 from hudi_duck.core.keygen import key_generator_from_write_options
 from hudi_duck.core.merge.rules import MergeMode
 from hudi_duck.core.schema.avro_arrow import (
@@ -42,10 +41,11 @@ from hudi_duck.core.services import compaction
 from hudi_duck.core.services import rollback as rollbacks
 from hudi_duck.core.storage.storage import Storage
 from hudi_duck.core.table.table import HudiTable
-from hudi_duck.core.timeline.commit_metadata import CommitMetadata, new_write_stat
-from hudi_duck.core.timeline.instant import Action, new_instant_time
+from hudi_duck.core.timeline.commit_metadata import CommitMetadata, WriteStat
+from hudi_duck.core.timeline.instant import Action
+from hudi_duck.core.timeline.transaction import Transaction
+from hudi_duck.core.timeline.plans import RequestedReplaceMetadata
 from hudi_duck.core.write.handles import DELETE_FLAG, WriteContext
-from hudi_duck.core.write.markers import delete_markers, list_markers
 
 from . import executor, index, partitioner, preflight, prepare
 from .config import OVERWRITE_PAYLOAD, WriteConfig, parse_options
@@ -80,7 +80,11 @@ class WriteResult:
     partitions: int = 0
     replaced_file_groups: int = 0
     rolled_back: list[str] = field(default_factory=list)
+    #: table services that ran after the commit, and the failures reported instead of raised
     services: list[str] = field(default_factory=list)
+    service_errors: list[str] = field(default_factory=list)
+    #: problems after the commit landed that did not undo it (e.g. markers left behind)
+    warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     def __repr__(self) -> str:
@@ -280,39 +284,45 @@ class WriteClient:
         action = Action.REPLACE_COMMIT if operation in REPLACE_OPERATIONS else (
             Action.DELTA_COMMIT if table.config.is_mor else Action.COMMIT
         )
-        timeline = table.timeline
-        instant_time = new_instant_time(table.config.timeline_timezone_utc, after=timeline.last_instant_time)
-        requested = timeline.create_requested(instant_time, action, self._requested_content(action, operation))
+        txn = Transaction.start(table.timeline, action, self._requested_plan(action, operation))
+        instant_time = txn.requested_time
         log.info("%s %s: started a %s on %s", operation, instant_time, action, self.path)
-        inflight_box: list = []
-
-        def to_inflight(profile: CommitMetadata) -> None:
-            inflight_box.append(timeline.transition_to_inflight(requested, profile.to_json_bytes()))
-
         try:
-            stats, replaced = self._execute(df, table, cfg, operation, instant_time, avro_schema, to_inflight)
-            (inflight,) = inflight_box
-            log.info("%s %s: committing %d files ...", operation, instant_time, len(stats))
-            self._reconcile_markers(table, instant_time, stats)
-            metadata = CommitMetadata(
-                partition_to_write_stats=_group_stats(stats),
-                compacted=False,
-                extra_metadata={"schema": avro_schema},
-                operation_type=OPERATION_TYPES[operation],
-                partition_to_replace_file_ids=replaced if action == Action.REPLACE_COMMIT else None,
-            )
-            timeline.complete(inflight, metadata.to_json_bytes())
-            delete_markers(table.storage, instant_time)
+            with txn:  # any failure before the commit landed rolls the instant back
+                stats, replaced = self._execute(df, table, cfg, operation, instant_time, avro_schema, txn.begin)
+                log.info("%s %s: committing %d files ...", operation, instant_time, len(stats))
+                metadata = CommitMetadata.of(
+                    stats,
+                    compacted=False,
+                    extra_metadata={"schema": avro_schema},
+                    operation_type=OPERATION_TYPES[operation],
+                    partition_to_replace_file_ids=replaced if action == Action.REPLACE_COMMIT else None,
+                )
+                txn.commit(metadata)
         except BaseException as exc:
-            self._abort(table, instant_time)
             raise _clear_error(exc, self.path) from exc
         result = self._result(table, instant_time, action, operation, stats, replaced, rolled_back)
-        from . import services
-
-        result.services = services.run_inline_services(self.spark, self.path, cfg, self.storage_options)
+        result.warnings = list(txn.warnings)
+        self._run_inline_services(cfg, result, started)
         result.seconds = time.perf_counter() - started
         log.info("%r", result)
         return result
+
+    def _run_inline_services(self, cfg: WriteConfig, result: WriteResult, started: float) -> None:
+        """Services after the commit: a failure never undoes the write. It is raised as a
+        ``TableServiceError`` carrying this write's result, or reported in
+        ``result.service_errors`` (see ``hudi_duck.core.services.inline``)."""
+        from . import services
+
+        try:
+            outcome = services.inline_services(self.spark, self.path, cfg, self.storage_options, result.instant_time)
+        except TableServiceError as exc:
+            result.seconds = time.perf_counter() - started
+            exc.result = result
+            log.error("%s: %s", self.path, exc)
+            raise
+        result.services = outcome.ran
+        result.service_errors = outcome.errors
 
     def _compatible_for_overwrite(self, table: HudiTable) -> bool:
         try:
@@ -340,15 +350,12 @@ class WriteClient:
         except KeyGeneratorError as exc:
             raise WriteError(str(exc)) from exc
 
-    def _requested_content(self, action: str, operation: str) -> bytes:
+    def _requested_plan(self, action: str, operation: str) -> RequestedReplaceMetadata | None:
+        """``.replacecommit.requested`` names the operation (no clustering plan); other
+        requested writes are empty."""
         if action != Action.REPLACE_COMMIT:
-            return b""
-        from hudi_duck.core.avro import models as avro_models
-
-        return avro_models.write_container(
-            "HoodieRequestedReplaceMetadata",
-            {"operationType": OPERATION_TYPES[operation], "clusteringPlan": None, "extraMetadata": {}, "version": 1},
-        )
+            return None
+        return RequestedReplaceMetadata(operation_type=OPERATION_TYPES[operation], clustering_plan=None)
 
     def write_context(self, table: HudiTable, cfg: WriteConfig, instant_time: str, avro_schema: str) -> WriteContext:
         mode = MergeMode.EVENT_TIME_ORDERING if cfg.event_time_ordering else MergeMode.COMMIT_TIME_ORDERING
@@ -361,15 +368,7 @@ class WriteClient:
             is_mor=table.config.is_mor,
             storage_options=self.storage_options,
             populate_meta_fields=table.config.populate_meta_fields,
-            compression=cfg["hoodie.parquet.compression.codec"],
-            max_file_size=int(cfg["hoodie.parquet.max.file.size"]),
-            block_size=int(cfg["hoodie.parquet.block.size"]),
-            page_size=int(cfg["hoodie.parquet.page.size"]),
-            bloom_type=cfg["hoodie.bloom.index.filter.type"],
-            bloom_num_entries=int(cfg["hoodie.index.bloom.num_entries"]),
-            bloom_fpp=float(cfg["hoodie.index.bloom.fpp"]),
-            bloom_max_entries=int(cfg["hoodie.bloom.index.filter.dynamic.max.entries"]),
-            log_block_format=cfg["hoodie.logfile.data.block.format"],
+            files=cfg.file_settings,
             virtual_key_table={} if table.config.populate_meta_fields else dict(table.config.props),
         )
 
@@ -474,7 +473,7 @@ class WriteClient:
                     "(hoodie.clustering.updates.strategy rejects such updates, as Hudi does by default)"
                 )
 
-    def _write_buckets(self, tagged: DataFrame, plan: partitioner.WorkloadPlan, ctx: WriteContext) -> list[dict]:
+    def _write_buckets(self, tagged: DataFrame, plan: partitioner.WorkloadPlan, ctx: WriteContext) -> list[WriteStat]:
         if not plan.buckets:
             return []
         update_rows = [(b.partition_path, b.file_id, b.bucket_id) for b in plan.buckets if b.file_id is not None]
@@ -523,14 +522,14 @@ class WriteClient:
         buckets = plan.by_id
         ordered = assigned.repartitionByRange(max(1, len(buckets)), executor.BUCKET).sortWithinPartitions(executor.BUCKET)
         out = ordered.mapInArrow(executor.write_buckets_fn(ctx, buckets), executor.STATS_SCHEMA)
-        return [json.loads(r[0]) for r in out.collect()]
+        return executor.collect_stats(out)
 
     @staticmethod
     def _bulk_insert_unsorted(cfg: WriteConfig) -> bool:
         """bulk_insert that needs no key before writing (no sort by key, no dedup)."""
         return cfg["hoodie.bulkinsert.sort.mode"] == "NONE" and not cfg["hoodie.combine.before.insert"]
 
-    def _bulk_insert(self, records: DataFrame, ctx: WriteContext, cfg: WriteConfig, make_keys=None) -> list[dict]:
+    def _bulk_insert(self, records: DataFrame, ctx: WriteContext, cfg: WriteConfig, make_keys=None) -> list[WriteStat]:
         """``make_keys``: records carry no keys yet (sort mode NONE); each task derives them."""
         log.info("bulk_insert %s: writing files ...", ctx.instant_time)
         parallelism = cfg.parallelism("bulk_insert")
@@ -545,7 +544,7 @@ class WriteClient:
             records = records.sortWithinPartitions(PARTITION_PATH, RECORD_KEY)
         phase = time.perf_counter()
         out = records.mapInArrow(executor.bulk_insert_fn(ctx, make_keys), executor.STATS_SCHEMA)
-        stats = [json.loads(r[0]) for r in out.collect()]
+        stats = executor.collect_stats(out)
         log.info("bulk_insert %s: wrote %d files in %.1fs", ctx.instant_time, len(stats), time.perf_counter() - phase)
         return stats
 
@@ -569,60 +568,42 @@ class WriteClient:
         targets = sorted(known) if "*" in wanted else wanted
         return [], self._file_groups_to_replace(table, targets)
 
-    def _reconcile_markers(self, table: HudiTable, instant_time: str, stats: list[dict]) -> None:
-        """Delete files a retried task left behind (marked, but in no write stat)."""
-        written = {s.get("path") for s in stats}
-        for marker in list_markers(table.storage, instant_time):
-            if marker.data_path not in written and table.storage.exists(marker.data_path):
-                table.storage.delete(marker.data_path)
-
-    def _abort(self, table: HudiTable, instant_time: str) -> None:
-        """Undo a failed write now, so the table shows exactly what it showed before."""
-        try:
-            fresh = self.open_table()
-            group = fresh.timeline.group(instant_time)
-            if group is None:
-                return
-            rollbacks.rollback(fresh.storage, fresh.config, fresh.timeline, group.latest)
-        except Exception as exc:  # the next writer rolls it back
-            log.error("could not roll back failed write %s at once (%s); the next write will", instant_time, exc)
-
     def _result(self, table, instant_time, action, operation, stats, replaced, rolled_back) -> WriteResult:
         return WriteResult(
             table_path=self.path,
             instant_time=instant_time,
             action=action,
             operation=operation,
-            num_writes=sum(int(s.get("numWrites") or 0) for s in stats),
-            num_inserts=sum(int(s.get("numInserts") or 0) for s in stats),
-            num_updates=sum(int(s.get("numUpdateWrites") or 0) for s in stats),
-            num_deletes=sum(int(s.get("numDeletes") or 0) for s in stats),
+            num_writes=sum(s.num_writes or 0 for s in stats),
+            num_inserts=sum(s.num_inserts or 0 for s in stats),
+            num_updates=sum(s.num_update_writes or 0 for s in stats),
+            num_deletes=sum(s.num_deletes or 0 for s in stats),
             files_written=len(stats),
-            partitions=len({s.get("partitionPath") for s in stats}),
+            partitions=len({s.partition_path for s in stats}),
             replaced_file_groups=sum(len(v) for v in replaced.values()),
             rolled_back=rolled_back,
         )
 
 
-def _group_stats(stats: list[dict]) -> dict[str, list[dict]]:
-    grouped: dict[str, list[dict]] = {}
-    for stat in stats:
-        grouped.setdefault(stat.get("partitionPath") or "", []).append(stat)
-    return dict(sorted(grouped.items()))
-
-
 def _profile_from_counts(counts, plan, operation: str) -> CommitMetadata:
     """The ``.inflight`` workload profile, as Hudi writes it: per partition an insert
     stat first (file id ``""``, even with no inserts), then one stat per updated file group."""
-    profile: dict[str, list[dict]] = {}
+    profile: dict[str, list[WriteStat]] = {}
     for partition, file_id, prev_commit, records, deletes in counts:
         stats = profile.get(partition)
         if stats is None:
-            stats = profile[partition] = [new_write_stat(fileId="", prevCommit="null")]
+            stats = profile[partition] = [WriteStat(file_id="", prev_commit="null")]
         if file_id is None:
-            stats[0]["numInserts"] += records - deletes
+            stats[0].num_inserts += records - deletes
         else:
-            stats.append(new_write_stat(fileId=file_id, prevCommit=prev_commit or "null", numUpdateWrites=records - deletes, numDeletes=deletes))
+            stats.append(
+                WriteStat(
+                    file_id=file_id,
+                    prev_commit=prev_commit or "null",
+                    num_update_writes=records - deletes,
+                    num_deletes=deletes,
+                )
+            )
     return CommitMetadata(partition_to_write_stats=profile, operation_type=OPERATION_TYPES[operation])
 
 

@@ -11,9 +11,22 @@ from __future__ import annotations
 import difflib
 import logging
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable, Mapping
 
+from hudi_duck.core.config.write_settings import (
+    LOG_BLOCK_FORMATS,
+    BloomFilterSettings,
+    FileSettings,
+    LogSettings,
+    ParquetSettings,
+)
 from hudi_duck.core.errors import WriteError
+from hudi_duck.core.services.archival import ArchivalSettings
+from hudi_duck.core.services.clean import CleanSettings
+from hudi_duck.core.services.clustering import ClusteringSettings
+from hudi_duck.core.services.compaction import CompactionSettings
+from hudi_duck.core.services.inline import ServiceSettings
 
 log = logging.getLogger("spark_writer")
 
@@ -74,6 +87,11 @@ class Option:
     ignored: bool = False
 
 
+#: Hudi's defaults, as the core's settings objects carry them.
+_PARQUET = ParquetSettings()
+_BLOOM = _PARQUET.bloom_filter
+_LOG = LogSettings()
+
 _OPTIONS: list[Option] = [
     Option("hoodie.table.name", None, doc="table name (required)", aliases=("hoodie.datasource.write.table.name",)),
     Option("hoodie.database.name", None),
@@ -101,18 +119,18 @@ _OPTIONS: list[Option] = [
     Option("hoodie.index.type", "SIMPLE", _choice(*INDEX_TYPES)),
     Option("hoodie.simple.index.update.partition.path", True, _bool),
     Option("hoodie.bloom.index.update.partition.path", True, _bool),
-    Option("hoodie.bloom.index.filter.type", "DYNAMIC_V0", _choice("SIMPLE", "DYNAMIC_V0")),
-    Option("hoodie.index.bloom.num_entries", 60000, _int),
-    Option("hoodie.index.bloom.fpp", 0.000000001, _float),
-    Option("hoodie.bloom.index.filter.dynamic.max.entries", 100000, _int),
+    Option("hoodie.bloom.index.filter.type", _BLOOM.type, _choice("SIMPLE", "DYNAMIC_V0")),
+    Option("hoodie.index.bloom.num_entries", _BLOOM.num_entries, _int),
+    Option("hoodie.index.bloom.fpp", _BLOOM.fpp, _float),
+    Option("hoodie.bloom.index.filter.dynamic.max.entries", _BLOOM.max_entries, _int),
     Option("hoodie.bloom.index.prune.by.ranges", True, _bool),
     Option("hoodie.bucket.index.num.buckets", 256, _int),
     Option("hoodie.bucket.index.hash.field", None),
-    Option("hoodie.parquet.max.file.size", 125829120, _int),
+    Option("hoodie.parquet.max.file.size", _PARQUET.max_file_size, _int),
     Option("hoodie.parquet.small.file.limit", 104857600, _int),
-    Option("hoodie.parquet.block.size", 125829120, _int),
-    Option("hoodie.parquet.page.size", 1048576, _int),
-    Option("hoodie.parquet.compression.codec", "gzip", _choice("gzip", "snappy", "zstd", "uncompressed", "lz4", upper=False)),
+    Option("hoodie.parquet.block.size", _PARQUET.block_size, _int),
+    Option("hoodie.parquet.page.size", _PARQUET.page_size, _int),
+    Option("hoodie.parquet.compression.codec", _PARQUET.compression, _choice("gzip", "snappy", "zstd", "uncompressed", "lz4", upper=False)),
     Option("hoodie.parquet.compression.ratio", 0.1, _float),
     Option("hoodie.copyonwrite.record.size.estimate", 1024, _int),
     Option("hoodie.copyonwrite.insert.split.size", 500000, _int),
@@ -122,8 +140,8 @@ _OPTIONS: list[Option] = [
     Option("hoodie.upsert.shuffle.parallelism", 0, _int),
     Option("hoodie.delete.shuffle.parallelism", 0, _int),
     Option("hoodie.bulkinsert.sort.mode", "NONE", _choice("NONE", "GLOBAL_SORT", "PARTITION_SORT", "PARTITION_PATH_REPARTITION")),
-    Option("hoodie.logfile.data.block.format", "avro", _choice("avro", "parquet", upper=False)),
-    Option("hoodie.logfile.max.size", 1073741824, _int),
+    Option("hoodie.logfile.data.block.format", _LOG.block_format, _choice(*LOG_BLOCK_FORMATS, upper=False)),
+    Option("hoodie.logfile.max.size", _LOG.max_size, _int),
     Option("hoodie.table.log.file.format", "HOODIE_LOG"),
     Option("hoodie.metadata.enable", False, _bool, doc="the metadata table is not written"),
     Option("hoodie.write.markers.type", "DIRECT", _choice("DIRECT", "TIMELINE_SERVER_BASED")),
@@ -162,6 +180,8 @@ _OPTIONS: list[Option] = [
     Option("hoodie.clustering.plan.strategy.max.bytes.per.group", 2147483648, _int),
     Option("hoodie.clustering.async.enabled", False, _bool, ignored=True),
     Option("hoodie.failed.writes.cleaner.policy", "EAGER", _choice("EAGER", "LAZY", "NEVER")),
+    Option("hoodie.fail.writes.on.inline.table.service.exception", True, _bool),
+    Option("hoodie.fail.on.timeline.archiving", True, _bool),
     # accepted for compatibility, no effect here
     Option("hoodie.datasource.hive_sync.enable", False, _bool, ignored=True),
     Option("hoodie.datasource.meta.sync.enable", False, _bool, ignored=True),
@@ -263,6 +283,67 @@ class WriteConfig:
             "delete": "hoodie.delete.shuffle.parallelism",
         }.get(op, "hoodie.upsert.shuffle.parallelism")
         return int(self.values[key])
+
+    @cached_property
+    def file_settings(self) -> FileSettings:
+        """How data files are written (``hoodie.parquet.*``, bloom filter, ``hoodie.logfile.*``):
+        built once, used by writes, compaction and clustering alike."""
+        v = self.values
+        return FileSettings(
+            parquet=ParquetSettings(
+                compression=v["hoodie.parquet.compression.codec"],
+                max_file_size=v["hoodie.parquet.max.file.size"],
+                block_size=v["hoodie.parquet.block.size"],
+                page_size=v["hoodie.parquet.page.size"],
+                bloom_filter=BloomFilterSettings(
+                    type=v["hoodie.bloom.index.filter.type"],
+                    num_entries=v["hoodie.index.bloom.num_entries"],
+                    fpp=v["hoodie.index.bloom.fpp"],
+                    max_entries=v["hoodie.bloom.index.filter.dynamic.max.entries"],
+                ),
+            ),
+            log=LogSettings(block_format=v["hoodie.logfile.data.block.format"], max_size=v["hoodie.logfile.max.size"]),
+        )
+
+    @cached_property
+    def service_settings(self) -> ServiceSettings:
+        """The table services' settings (planning, inline triggers, failure handling)."""
+        v = self.values
+        sort = v.get("hoodie.clustering.plan.strategy.sort.columns")
+        return ServiceSettings(
+            compaction=CompactionSettings(
+                strategy=v["hoodie.compaction.strategy"],
+                target_io_mb=v["hoodie.compaction.target.io"],
+                log_file_size_threshold=v["hoodie.compaction.logfile.size.threshold"],
+                log_file_num_threshold=v["hoodie.compaction.logfile.num.threshold"],
+                max_delta_commits=v["hoodie.compact.inline.max.delta.commits"],
+                max_delta_seconds=v["hoodie.compact.inline.max.delta.seconds"],
+                trigger_strategy=v["hoodie.compact.inline.trigger.strategy"],
+            ),
+            clustering=ClusteringSettings(
+                small_file_limit=v["hoodie.clustering.plan.strategy.small.file.limit"],
+                target_file_max_bytes=v["hoodie.clustering.plan.strategy.target.file.max.bytes"],
+                max_bytes_per_group=v["hoodie.clustering.plan.strategy.max.bytes.per.group"],
+                max_num_groups=v["hoodie.clustering.plan.strategy.max.num.groups"],
+                sort_columns=tuple(_split(sort)) or None,
+            ),
+            clean=CleanSettings(
+                policy=v["hoodie.cleaner.policy"],
+                commits_retained=v["hoodie.cleaner.commits.retained"],
+                file_versions_retained=v["hoodie.cleaner.fileversions.retained"],
+                hours_retained=v["hoodie.cleaner.hours.retained"],
+                max_commits=v["hoodie.clean.max.commits"],
+            ),
+            archival=ArchivalSettings(v["hoodie.keep.min.commits"], v["hoodie.keep.max.commits"]),
+            compact_inline=v["hoodie.compact.inline"],
+            schedule_compaction_inline=v["hoodie.compact.schedule.inline"],
+            cluster_inline=v["hoodie.clustering.inline"],
+            cluster_inline_max_commits=v["hoodie.clustering.inline.max.commits"],
+            clean_automatic=v["hoodie.clean.automatic"],
+            archive_automatic=v["hoodie.archive.automatic"],
+            fail_on_service_error=v["hoodie.fail.writes.on.inline.table.service.exception"],
+            fail_on_archival_error=v["hoodie.fail.on.timeline.archiving"],
+        )
 
     def hoodie_options(self) -> dict[str, str]:
         """Options the core's key generator reads (Hudi names)."""

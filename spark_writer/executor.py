@@ -14,6 +14,7 @@ import pyarrow as pa
 from pyspark.sql import types as T
 
 from hudi_duck.core.schema.meta_fields import PARTITION_PATH
+from hudi_duck.core.timeline.commit_metadata import WriteStat
 from hudi_duck.core.write.handles import (
     TaskInfo,
     WriteContext,
@@ -40,15 +41,22 @@ def task_info() -> TaskInfo:
     return TaskInfo(task.partitionId(), task.stageId(), task.taskAttemptId())
 
 
-def _stats_batch(stats: list[dict]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays([pa.array([json.dumps(s) for s in stats], pa.string())], schema=_ARROW_STATS)
+def _stats_batch(stats: list[WriteStat]) -> pa.RecordBatch:
+    """Write stats as the rows executors send to the driver (one JSON record each)."""
+    rows = [json.dumps(s.to_json_record()) for s in stats]
+    return pa.RecordBatch.from_arrays([pa.array(rows, pa.string())], schema=_ARROW_STATS)
+
+
+def collect_stats(frame) -> list[WriteStat]:
+    """The write stats of a ``mapInArrow`` frame of :data:`STATS_SCHEMA`, on the driver."""
+    return [WriteStat.from_record(json.loads(r[0])) for r in frame.collect()]
 
 
 def _drop_internal(table: pa.Table) -> pa.Table:
     return table.drop_columns([c for c in INTERNAL_COLUMNS if c in table.column_names])
 
 
-def run_bucket(ctx: WriteContext, bucket: Bucket, rows: pa.Table, task: TaskInfo) -> list[dict]:
+def run_bucket(ctx: WriteContext, bucket: Bucket, rows: pa.Table, task: TaskInfo) -> list[WriteStat]:
     records = _drop_internal(rows)
     if bucket.kind == CREATE:
         import pyarrow.compute as pc

@@ -71,9 +71,9 @@ def average_record_size(table: HudiTable | None, cfg: WriteConfig) -> int:
     threshold = int(cfg["hoodie.parquet.small.file.limit"])
     timeline = table.timeline
     for instant in reversed(timeline.completed([Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT])):
-        metadata = timeline.commit_metadata(instant)
-        total_bytes = sum(int(s.get("totalWriteBytes") or 0) for s in metadata.write_stats() if str(s.get("path", "")).endswith(".parquet"))
-        total_records = sum(int(s.get("numWrites") or 0) for s in metadata.write_stats() if str(s.get("path", "")).endswith(".parquet"))
+        base_stats = [s for s in timeline.commit_metadata(instant).write_stats() if (s.path or "").endswith(".parquet")]
+        total_bytes = sum(s.total_write_bytes or 0 for s in base_stats)
+        total_records = sum(s.num_writes or 0 for s in base_stats)
         if total_bytes > threshold and total_records > 0:
             return max(1, math.ceil(total_bytes / total_records))
     return default
@@ -160,7 +160,7 @@ def plan_workload(
         existing[(partition, file_id)] = bucket
         next_id += 1
     record_size = average_record_size(table, cfg)
-    max_size = int(cfg["hoodie.parquet.max.file.size"])
+    max_size = cfg.file_settings.parquet.max_file_size
     if cfg["hoodie.copyonwrite.insert.auto.split"]:
         per_bucket = max(1, max_size // record_size)
     else:

@@ -39,8 +39,9 @@ def _open(base: str):
     return storage, config, Timeline.load(storage, config)
 
 
-def _stat_subset(stat: dict) -> dict:
-    return {k: stat.get(k) for k in at.AVRO_WRITE_STAT_FIELDS if k != "totalLogFiles"}
+def _stat_subset(stat) -> dict:
+    record = stat.to_record()
+    return {k: record.get(k) for k in at.AVRO_WRITE_STAT_FIELDS if k != "totalLogFiles"}
 
 
 def _assert_commit_metadata_matches(archived: CommitMetadata, active: CommitMetadata) -> None:
@@ -48,7 +49,7 @@ def _assert_commit_metadata_matches(archived: CommitMetadata, active: CommitMeta
     for partition, stats in active.partition_to_write_stats.items():
         got = archived.partition_to_write_stats[partition]
         assert [_stat_subset(s) for s in got] == [_stat_subset(s) for s in stats]
-        assert all(s["totalLogFiles"] is None for s in got)  # no such JSON field in 0.14
+        assert all(s.total_log_files is None for s in got)  # no such JSON field in 0.14
     expected_extra = dict(active.extra_metadata, **{at.ROLLING_STAT_KEY: ""})
     assert archived.extra_metadata == expected_extra
     expected_op = "COMPACT" if active.compacted and not active.is_replace else (active.operation_type or "UNKNOWN")

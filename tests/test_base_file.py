@@ -17,6 +17,7 @@ import pytest
 from fixtures import fixture_id, fixture_zips
 
 from hudi_duck.core.errors import WriteError
+from hudi_duck.core.config.write_settings import BloomFilterSettings, ParquetSettings
 from hudi_duck.core.file_group.base_file import (
     avro_schema_with_meta_fields,
     dictionary_columns,
@@ -148,8 +149,8 @@ def test_rewrite_fixture_base_files_like_hudi(fixture_tables, fresh_fixture, fid
         assert result.min_record_key == footer["hoodie_min_record_key"]
         assert result.max_record_key == footer["hoodie_max_record_key"]
         stat = result.to_write_stat(prev_commit="null")
-        assert stat["path"] == rel and stat["numWrites"] == original.num_rows
-        assert stat["fileSizeInBytes"] == stat["totalWriteBytes"] == result.file_size
+        assert stat.path == rel and stat.num_writes == original.num_rows
+        assert stat.file_size_in_bytes == stat.total_write_bytes == result.file_size
 
         # DuckDB reads the same rows
         a = duckdb.sql(f"SELECT * FROM read_parquet('{src}')").to_arrow_table()
@@ -315,7 +316,8 @@ def test_simple_bloom_no_type_code(tmp_path):
     data = _sample(10)
     keys = pc.cast(data.column("id"), pa.string())
     write_base_file(Storage(str(tmp_path)), rel, data, SCHEMA, commit_time="20240101000000000", file_id=file_id,
-                    partition_path="", record_keys=keys, bloom_type="SIMPLE", compression="snappy")
+                    partition_path="", record_keys=keys,
+                    settings=ParquetSettings(compression="snappy", bloom_filter=BloomFilterSettings(type="SIMPLE")))
     pairs = _raw_footer(str(tmp_path / rel))
     keys_in_order = [k for k, _ in pairs]
     assert "hoodie_bloom_filter_type_code" not in keys_in_order

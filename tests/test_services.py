@@ -27,6 +27,7 @@ Environment knobs:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 import posixpath
@@ -363,14 +364,14 @@ def make_failed(path: str, instant_time: str) -> None:
     completed = timeline.state_file(instant_time, State.COMPLETED)
     metadata = timeline.commit_metadata(completed)
     for stat in metadata.write_stats():
-        name = posixpath.basename(stat["path"])
+        name = posixpath.basename(stat.path)
         if name.startswith("."):
             io_type = core_markers.IOType.APPEND
-        elif stat.get("prevCommit") in (None, "null"):
+        elif stat.prev_commit in (None, "null"):
             io_type = core_markers.IOType.CREATE
         else:
             io_type = core_markers.IOType.MERGE
-        core_markers.create_marker(table.storage, instant_time, stat.get("partitionPath") or "", name, io_type)
+        core_markers.create_marker(table.storage, instant_time, stat.partition_path or "", name, io_type)
     table.storage.delete(timeline.file_of(completed))
 
 
@@ -452,11 +453,11 @@ def test_compaction_standalone(small_spark, con, mor_history, tmp_path):
     assert metadata.operation_type == "COMPACT" and metadata.compacted
     assert metadata.file_ids() == {(op["partitionPath"], op["fileId"]) for op in ops}
     for stat in metadata.write_stats():
-        assert stat["path"].endswith(f"_{scheduled}.parquet")
-        assert stat["totalLogFilesCompacted"] >= 1
+        assert stat.path.endswith(f"_{scheduled}.parquet")
+        assert stat.total_log_files_compacted >= 1
     # partition b: every record was deleted, the new base file is empty
-    empty = [s for s in metadata.write_stats() if s["partitionPath"] == "b"]
-    assert empty and all(s["numWrites"] == 0 for s in empty)
+    empty = [s for s in metadata.write_stats() if s.partition_path == "b"]
+    assert empty and all(s.num_writes == 0 for s in empty)
     check(con, path, model, "compacted")
     # read optimized now shows everything, with the original commit times
     assert ours(con, path, read_optimized=True) == model.snapshot()
@@ -504,7 +505,7 @@ def test_compaction_strategies():
     ids = lambda chosen: [s.file_id for s in chosen]  # noqa: E731
     size = c.CompactionSettings(strategy=c.LOG_FILE_SIZE_STRATEGY)
     assert ids(c.select_operations(slices, size)) == ["big", "logonly", "small", "many"]
-    size.log_file_size_threshold = 1000
+    size = dataclasses.replace(size, log_file_size_threshold=1000)
     assert ids(c.select_operations(slices, size)) == ["big", "logonly"]
     num = c.CompactionSettings(strategy=c.LOG_FILE_NUM_STRATEGY, log_file_num_threshold=2)
     assert ids(c.select_operations(slices, num)) == ["many"]
@@ -514,7 +515,7 @@ def test_compaction_strategies():
     assert c._metrics(slices[4])["TOTAL_IO_WRITE_MB"] == 120.0
     bounded = c.CompactionSettings(strategy=c.LOG_FILE_SIZE_STRATEGY, target_io_mb=10)
     assert ids(c.select_operations(slices, bounded)) == ["big"]
-    bounded.target_io_mb = 14
+    bounded = dataclasses.replace(bounded, target_io_mb=14)
     assert ids(c.select_operations(slices, bounded)) == ["big", "logonly"]
     unbounded = c.CompactionSettings(strategy=c.UNBOUNDED_STRATEGY, target_io_mb=1)
     assert sorted(ids(c.select_operations(slices, unbounded))) == ["big", "logonly", "many", "small"]
@@ -882,7 +883,7 @@ def test_rollback_replays_v6_fixture(fresh_fixture, con):
     core_markers.create_marker(table.storage, target, "", f".{file_id}_20250126040823628.log.1_0-33-43", core_markers.IOType.APPEND)
     group = table.timeline.group(target)
     requested, _ = core_rollback.schedule_rollback(table.storage, table.config, table.timeline, group.latest, rollback_time)
-    core_rollback.execute_rollback(table.storage, table.config, table.timeline, requested, table.timeline.avro_details(rollback_time, State.REQUESTED))
+    core_rollback.execute_rollback(table.storage, table.config, table.timeline, requested, table.timeline.plan(rollback_time))
 
     root = str(table.storage.uri("")).rstrip("/")
 
@@ -1223,3 +1224,49 @@ def test_random_sequence(small_spark, con, tmp_path):
         seed = BASE_SEED * 1000 + number
         table_type = ("COPY_ON_WRITE", "MERGE_ON_READ")[number % 2]
         run_sequence(small_spark, con, tmp_path / f"extra{number}", seed, table_type, 25)
+
+
+@pytest.mark.parametrize("fail", ["true", "false"])
+def test_a_failed_inline_compaction_never_undoes_the_write(small_spark, con, tmp_path, monkeypatch, fail):
+    """As Hudi: the write commits first; the inline compaction that fails afterwards is raised as a
+    TableServiceError carrying the write's result (hoodie.fail.writes.on.inline.table.service.exception,
+    default true) or reported in ``service_errors`` (false). The data and the plan stay."""
+    from hudi_duck.core.errors import TableServiceError
+    from spark_writer.services import SparkServiceEngine
+
+    rng = random.Random(5)
+    model = Model()
+    path = str(tmp_path / "t")
+    options = base_options(
+        "MERGE_ON_READ",
+        **{
+            "hoodie.compact.inline": "true",
+            "hoodie.compact.inline.max.delta.commits": "2",
+            "hoodie.fail.writes.on.inline.table.service.exception": fail,
+        },
+    )
+    keys = [key_of(i) for i in range(4)]
+    upsert(small_spark, path, model, rng, keys, options)
+
+    def lost(self, instant_time):
+        raise RuntimeError("executors lost")
+
+    monkeypatch.setattr(SparkServiceEngine, "compact", lost)
+    rows = make_rows(model, rng, keys[:2])
+    write = lambda: spark_writer.write(frame(small_spark, rows), path, dict(options, **{"hoodie.datasource.write.operation": "upsert"}))  # noqa: E731
+    if fail == "true":
+        with pytest.raises(TableServiceError, match="committed.*compaction.*executors lost") as info:
+            write()
+        result = info.value.result
+        assert info.value.committed == result.instant_time
+    else:
+        result = write()
+        assert result.service_errors and "executors lost" in result.service_errors[0]
+    monkeypatch.undo()
+    model.upsert(rows, result.instant_time)
+    table = HudiTable(path)
+    assert result.instant_time in {i.requested_time for i in table.timeline.completed_writes}
+    (pending,) = table.timeline.pending_compaction_times()  # scheduled, waiting for the next run
+    check(con, path, model, "after the failed inline compaction")
+    assert spark_writer.compact(small_spark, path, options) == [pending]
+    check(con, path, model, "compacted afterwards")

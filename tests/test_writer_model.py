@@ -993,7 +993,7 @@ def test_killed_write_is_rolled_back_by_the_next_writer(small_spark, con, tmp_pa
     from hudi_duck.core.file_group.naming import parse_base_file, parse_log_file
     from hudi_duck.core.timeline.instant import Action, State
     from hudi_duck.core.table.table import HudiTable
-    from spark_writer.client import WriteClient
+    from hudi_duck.core.timeline.transaction import Transaction
 
     cfg = replace(SIMPLE_CFG, table_type=table_type)
     path = str(tmp_path / "t")
@@ -1004,8 +1004,8 @@ def test_killed_write_is_rolled_back_by_the_next_writer(small_spark, con, tmp_pa
     def die(self, *args, **kwargs):
         raise SystemExit("writer process killed")
 
-    monkeypatch.setattr(WriteClient, "_reconcile_markers", die)  # after the executors wrote their files
-    monkeypatch.setattr(WriteClient, "_abort", lambda self, table, instant: None)  # nobody cleans up
+    monkeypatch.setattr(Transaction, "_reconcile_markers", die)  # after the executors wrote their files
+    monkeypatch.setattr(Transaction, "abort", lambda self: None)  # nobody cleans up
     rng = random.Random(11)
     doomed = [make_row(rng, 1, 1, 50), make_row(rng, 2, 2, 50), make_row(rng, 10, 0, 50)]  # updates + an insert
     with pytest.raises(BaseException):

@@ -41,3 +41,18 @@ class KeyGeneratorError(HudiError):
 
 class WriteError(HudiError):
     """A write was refused or failed; committed data is unchanged."""
+
+
+class TableServiceError(HudiError):
+    """A table service (compaction, clustering, clean, archival) failed.
+
+    Raised after a write whose instant had already committed (``committed``): the
+    write's data is in the table; the service can run again.
+    """
+
+    def __init__(self, message: str, committed: str | None = None, result: object = None):
+        super().__init__(message)
+        #: the write instant that had committed before the service ran, if any
+        self.committed = committed
+        #: what the write returned (``spark_writer.WriteResult``), if the service followed a write
+        self.result = result

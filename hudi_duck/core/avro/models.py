@@ -976,21 +976,36 @@ def encode_record(name: str, record: dict[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
-def write_container(name: str, record: dict[str, Any] | None, sync_marker: bytes | None = None) -> bytes:
+@lru_cache(maxsize=64)
+def _parsed_text(schema_text: str) -> Any:
+    return fastavro.parse_schema(json.loads(schema_text))
+
+
+def write_container(
+    name: str, record: dict[str, Any] | None, sync_marker: bytes | None = None, schema_text: str | None = None
+) -> bytes:
     """An Avro object container holding ``record``, as Hudi writes timeline files.
 
     Java's ``DataFileWriter`` without ``setCodec``: the header metadata has only
     ``avro.schema`` (no ``avro.codec``, i.e. null codec), the sync marker is random,
     and the one record goes in one block. ``record=None`` yields a header-only file.
+    ``schema_text`` writes with another schema of the model than the 0.14 one (the
+    writer schema of a file decoded earlier, e.g. Hudi 1.x's), embedded as given.
     """
     sync = sync_marker if sync_marker is not None else os.urandom(16)
     if len(sync) != 16:
         raise ValueError("an Avro sync marker has 16 bytes")
-    header = AVRO_MAGIC + _zigzag(1) + _avro_bytes(b"avro.schema") + _avro_bytes(java_schema(name).encode("utf-8"))
+    text = schema_text if schema_text is not None else java_schema(name)
+    header = AVRO_MAGIC + _zigzag(1) + _avro_bytes(b"avro.schema") + _avro_bytes(text.encode("utf-8"))
     header += _zigzag(0) + sync
     if record is None:
         return header
-    data = encode_record(name, record)
+    if schema_text is None:
+        data = encode_record(name, record)
+    else:
+        buffer = io.BytesIO()
+        fastavro.schemaless_writer(buffer, _parsed_text(schema_text), record)
+        data = buffer.getvalue()
     return header + _zigzag(1) + _zigzag(len(data)) + data + sync
 
 

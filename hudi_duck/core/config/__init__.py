@@ -1,1 +1,1 @@
-"""Table configuration: hoodie.properties keys, defaults and their parsing."""
+"""Configuration: hoodie.properties keys, defaults and their parsing; the settings data files are written with."""

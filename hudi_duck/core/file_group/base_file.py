@@ -49,13 +49,14 @@ import json
 import math
 import posixpath
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..config.write_settings import ParquetSettings
 from ..errors import SchemaError, WriteError
 from ..index import bloom as _bloom
 from ..schema.avro_arrow import avro_to_arrow, parse_avro_schema
@@ -70,16 +71,16 @@ from ..schema.meta_fields import (
 from ..storage.storage import Storage
 from .naming import parse_base_file
 
+if TYPE_CHECKING:
+    from ..timeline.commit_metadata import WriteStat
+
 # -- Hudi / parquet-mr defaults --------------------------------------------------------------
 
-#: hoodie.parquet.max.file.size / hoodie.parquet.block.size / hoodie.parquet.page.size
-DEFAULT_MAX_FILE_SIZE = 120 * 1024 * 1024
-DEFAULT_BLOCK_SIZE = 120 * 1024 * 1024
-DEFAULT_PAGE_SIZE = 1024 * 1024
+#: The settings a base file is written with when none are given (Hudi's defaults).
+DEFAULT_SETTINGS = ParquetSettings()
+DEFAULT_PAGE_SIZE = DEFAULT_SETTINGS.page_size
 #: parquet.dictionary.page.size (parquet-mr default, Hudi leaves it)
 DEFAULT_DICTIONARY_PAGE_SIZE = 1024 * 1024
-#: hoodie.parquet.compression.codec in 0.x
-DEFAULT_COMPRESSION = "gzip"
 #: levels parquet-mr/Hadoop use by default (zlib default level, zstd-jni level 3)
 _DEFAULT_LEVELS = {"gzip": 6, "zstd": 3, "brotli": None, "lz4": None, "snappy": None, "none": None}
 
@@ -442,21 +443,21 @@ class BaseFileWriteResult:
     footer: dict[str, str] = field(default_factory=dict, repr=False)
 
     def to_write_stat(self, prev_commit: str = "null", num_inserts: int | None = None, num_update_writes: int = 0,
-                      num_deletes: int = 0, **extra: Any) -> dict[str, Any]:
-        """A ``HoodieWriteStat`` dict (see ``commit_metadata.new_write_stat``)."""
-        from ..timeline.commit_metadata import new_write_stat
+                      num_deletes: int = 0, **extra: Any) -> "WriteStat":
+        """The ``HoodieWriteStat`` of this file."""
+        from ..timeline.commit_metadata import WriteStat
 
-        return new_write_stat(
-            fileId=self.file_id,
+        return WriteStat(
+            file_id=self.file_id,
             path=self.path,
-            prevCommit=prev_commit,
-            numWrites=self.num_writes,
-            numDeletes=num_deletes,
-            numUpdateWrites=num_update_writes,
-            numInserts=self.num_writes - num_update_writes if num_inserts is None else num_inserts,
-            totalWriteBytes=self.file_size,
-            partitionPath=self.partition_path,
-            fileSizeInBytes=self.file_size,
+            prev_commit=prev_commit,
+            num_writes=self.num_writes,
+            num_deletes=num_deletes,
+            num_update_writes=num_update_writes,
+            num_inserts=self.num_writes - num_update_writes if num_inserts is None else num_inserts,
+            total_write_bytes=self.file_size,
+            partition_path=self.partition_path,
+            file_size_in_bytes=self.file_size,
             **extra,
         )
 
@@ -537,17 +538,8 @@ def write_base_file(
     record_keys: Any = None,
     seqno_start: int = 0,
     task_partition_id: int = 0,
-    bloom_type: str = _bloom.DEFAULT_TYPE,
-    bloom_num_entries: int = _bloom.DEFAULT_NUM_ENTRIES,
-    bloom_fpp: float = _bloom.DEFAULT_FPP,
-    bloom_max_entries: int = _bloom.DEFAULT_MAX_ENTRIES,
-    bloom_enabled: bool = True,
-    compression: str = DEFAULT_COMPRESSION,
-    compression_level: int | None = None,
-    max_file_size: int = DEFAULT_MAX_FILE_SIZE,
-    block_size: int = DEFAULT_BLOCK_SIZE,
-    page_size: int = DEFAULT_PAGE_SIZE,
-    dictionary_enabled: bool = True,
+    settings: ParquetSettings = DEFAULT_SETTINGS,
+    max_file_size: int | None = None,
     populate_meta_fields: bool = True,
     preserve_meta: Any = False,
     with_operation_field: bool = False,
@@ -558,13 +550,19 @@ def write_base_file(
     ``data``: the records in write order, data columns by name (meta columns may
     be present; they are only read when ``preserve_meta`` asks for them).
     ``record_keys``: one key per row (default: ``data``'s ``_hoodie_record_key``).
+    ``settings``: codec, row group and page sizes, bloom filter (``hoodie.parquet.*``).
     ``preserve_meta``: ``True`` or a boolean mask per row: keep those rows'
     ``_hoodie_commit_time``/``_hoodie_commit_seqno`` from ``data`` (merge of old
     records, compaction, clustering); the file name is always rewritten.
-    ``max_file_size``: stop once the file is within two average records of it;
-    ``result.rows_consumed < data.num_rows`` then, and the caller writes the rest
-    to a new file group, as Hudi's create handle rolls over.
+    ``max_file_size``: this file's limit when it is not ``settings.max_file_size``
+    (0: none, one file group per bucket); the writer stops once the file is within two
+    average records of it, ``result.rows_consumed < data.num_rows`` then, and the caller
+    writes the rest to a new file group, as Hudi's create handle rolls over.
     """
+    if max_file_size is None:
+        max_file_size = settings.max_file_size
+    block_size, page_size, bloom_settings = settings.block_size, settings.page_size, settings.bloom_filter
+    compression, compression_level = settings.compression, settings.compression_level
     file_name = posixpath.basename(rel_path)
     parsed = parse_base_file(partition_path, file_name)
     if parsed is None:
@@ -631,7 +629,7 @@ def write_base_file(
 
     probe_rows = min(n, 65536)
     probe = chunk(0, probe_rows)
-    use_dictionary: bool | list[str] = dictionary_columns(probe, page_size) if dictionary_enabled else False
+    use_dictionary: bool | list[str] = dictionary_columns(probe, page_size) if settings.dictionary_enabled else False
     options = dict(
         version="1.0",
         data_page_version="1.0",
@@ -656,8 +654,12 @@ def write_base_file(
         per_row = max(buffer.tell() / probe_rows, 1.0)
     rows_per_group = n if per_row * n <= block_size else max(1, int(block_size / per_row))
 
-    bloom_on = populate_meta_fields and bloom_enabled
-    bf = _bloom.create(bloom_type, bloom_num_entries, bloom_fpp, bloom_max_entries) if bloom_on else None
+    bloom_on = populate_meta_fields  # enableBloomFilter needs the record keys in the file
+    bf = (
+        _bloom.create(bloom_settings.type, bloom_settings.num_entries, bloom_settings.fpp, bloom_settings.max_entries)
+        if bloom_on
+        else None
+    )
 
     path = storage.abs(rel_path)
     storage.makedirs(posixpath.dirname(rel_path))

@@ -1,1 +1,2 @@
-"""Table services: compaction, clustering, clean, archival, rollback and savepoint."""
+"""Table services: compaction, clustering, clean, archival, rollback, savepoint and restore, and which of
+them run after a write."""

@@ -19,8 +19,10 @@ from ..timeline.archived import meta_entries_for, write_archive_file
 from ..timeline.instant import Action, State
 
 
-@dataclass
+@dataclass(frozen=True)
 class ArchivalSettings:
+    """``hoodie.keep.min.commits`` / ``hoodie.keep.max.commits``."""
+
     min_commits: int = 20
     max_commits: int = 30
 
@@ -54,16 +56,14 @@ def _commits_to_archive(table: HudiTable, settings: ArchivalSettings) -> list[st
     ]
     if pending:
         bounds.append(min(pending))
-    from .savepoint import savepoints as savepoint_times
-
-    savepoints = savepoint_times(table)
+    savepoints = timeline.savepoints()
     if savepoints:
         bounds.append(min(savepoints))
     cleans = timeline.completed([Action.CLEAN])
     if cleans:
-        retained = (timeline.avro_details(cleans[-1].requested_time, State.COMPLETED) or {}).get("earliestCommitToRetain")
-        if retained:
-            bounds.append(retained)
+        last_clean = timeline.payload(cleans[-1])
+        if last_clean is not None and last_clean.earliest_commit_to_retain:
+            bounds.append(last_clean.earliest_commit_to_retain)
     # a replace commit stays active until the file groups it replaced are cleaned:
     # readers only know they are replaced from the active timeline
     existing = {(g.partition_path, g.file_id) for g in table.file_system_view.file_groups()}

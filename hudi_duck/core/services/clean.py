@@ -20,12 +20,13 @@ import datetime as _dt
 import posixpath
 import time
 from dataclasses import dataclass
-from typing import Any
 
-from ..avro import models as avro_models
 from ..file_group.file_slice import FileGroup, FileSlice
 from ..table.table import HudiTable
 from ..timeline.instant import Action, Instant, State, format_instant_time
+from ..timeline.plans import ActionInstant, CleanerPlan, CleanFileInfo
+from ..timeline.service_metadata import CleanMetadata, CleanPartitionMetadata
+from ..timeline.transaction import Transaction
 from .compaction import busy_file_groups
 
 KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
@@ -33,8 +34,10 @@ KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
 KEEP_LATEST_BY_HOURS = "KEEP_LATEST_BY_HOURS"
 
 
-@dataclass
+@dataclass(frozen=True)
 class CleanSettings:
+    """``hoodie.cleaner.*`` / ``hoodie.clean.max.commits``: what a clean keeps and when it runs."""
+
     policy: str = KEEP_LATEST_COMMITS
     commits_retained: int = 10
     file_versions_retained: int = 3
@@ -44,21 +47,17 @@ class CleanSettings:
 
 def savepointed_files(table: HudiTable) -> set[str]:
     """Relative paths of every file a completed savepoint protects."""
-    from .savepoint import savepoint_metadata, savepoints
-
     out: set[str] = set()
-    for time_ in savepoints(table):
-        meta = savepoint_metadata(table, time_)
-        for partition, info in (meta.get("partitionMetadata") or {}).items():
-            for name in info.get("savepointDataFile") or []:
-                out.add(posixpath.join(partition, name) if partition else name)
+    timeline = table.timeline
+    for time_ in timeline.savepoints():
+        metadata = timeline.savepoint_metadata(time_)
+        for partition, names in (metadata.files() if metadata else {}).items():
+            out.update(posixpath.join(partition, name) if partition else name for name in names)
     return out
 
 
 def savepoint_times(table: HudiTable) -> list[str]:
-    from .savepoint import savepoints
-
-    return savepoints(table)
+    return table.timeline.savepoints()
 
 
 def commits_timeline(table: HudiTable) -> list[Instant]:
@@ -108,12 +107,9 @@ def _all_slices_desc(group: FileGroup) -> list[FileSlice]:
 def pending_compaction_slices(table: HudiTable) -> dict[tuple[str, str], set[str]]:
     """(partition, file id) -> base instants of the slices pending compactions will read."""
     out: dict[tuple[str, str], set[str]] = {}
-    timeline = table.timeline
-    for time_ in timeline.pending_compaction_times() + timeline.pending_log_compaction_times():
-        plan = timeline.avro_details(time_, State.REQUESTED) or {}
-        for op in plan.get("operations") or []:
-            key = (op.get("partitionPath") or "", op.get("fileId"))
-            out.setdefault(key, set()).add(op.get("baseInstantTime") or "")
+    for pending in table.timeline.compaction_plans():
+        for op in pending.plan.operations or ():
+            out.setdefault((op.partition, op.file_id), set()).add(op.base_instant_time or "")
     return out
 
 
@@ -179,28 +175,26 @@ def files_to_clean(table: HudiTable, settings: CleanSettings) -> tuple[dict[str,
     return out, earliest
 
 
-def plan_clean(table: HudiTable, settings: CleanSettings) -> dict[str, Any] | None:
+def plan_clean(table: HudiTable, settings: CleanSettings) -> CleanerPlan | None:
     files, earliest = files_to_clean(table, settings)
     if not files:
         return None
     storage = table.storage
     latest = table.timeline.latest_completed_write
-    return {
-        "earliestInstantToRetain": (
-            {"timestamp": earliest.requested_time, "action": earliest.action, "state": State.COMPLETED.value}
-            if earliest is not None
-            else None
+    return CleanerPlan(
+        earliest_instant_to_retain=(
+            ActionInstant(earliest.requested_time, earliest.action, State.COMPLETED.value) if earliest is not None else None
         ),
-        "lastCompletedCommitTimestamp": latest.requested_time if latest else "",
-        "policy": settings.policy,
-        "filesToBeDeletedPerPartition": {},
-        "version": 2,
-        "filePathsToBeDeletedPerPartition": {
-            partition: [{"filePath": storage.uri(path), "isBootstrapBaseFile": False} for path in sorted(paths)]
+        last_completed_commit_timestamp=latest.requested_time if latest else "",
+        policy=settings.policy,
+        files_to_be_deleted_per_partition={},
+        version=2,
+        file_paths_to_be_deleted_per_partition={
+            partition: [CleanFileInfo(storage.uri(path), False) for path in sorted(paths)]
             for partition, paths in sorted(files.items())
         },
-        "partitionsToBeDeleted": [],
-    }
+        partitions_to_be_deleted=[],
+    )
 
 
 def needs_clean(table: HudiTable, settings: CleanSettings) -> bool:
@@ -216,9 +210,19 @@ def schedule_clean(table: HudiTable, settings: CleanSettings, instant_time: str)
     plan = plan_clean(table, settings)
     if plan is None:
         return None
-    return table.timeline.create_requested(
-        instant_time, Action.CLEAN, avro_models.write_container("HoodieCleanerPlan", plan)
-    )
+    return Transaction.schedule(table.timeline, Action.CLEAN, plan, instant_time)
+
+
+def run_clean(table: HudiTable, settings: CleanSettings) -> str | None:
+    """Finish cleans a crashed run left pending, then plan and run one; returns its time
+    (``None`` when nothing needs deleting)."""
+    for pending in pending_cleans(table):
+        execute_clean(table, table.timeline.state_file(pending.requested_time, State.REQUESTED))
+    requested = schedule_clean(table, settings, table.timeline.next_instant_time())
+    if requested is None:
+        return None
+    execute_clean(table, requested)
+    return requested.requested_time
 
 
 def _relative(table: HudiTable, path: str) -> str:
@@ -226,22 +230,28 @@ def _relative(table: HudiTable, path: str) -> str:
     return path[len(root) + 1 :] if path.startswith(root + "/") else path
 
 
-def execute_clean(table: HudiTable, requested: Instant) -> dict[str, Any]:
-    """Delete the planned files and complete the clean (idempotent if re-run)."""
+def execute_clean(table: HudiTable, requested: Instant) -> CleanMetadata:
+    """Delete the planned files and complete the clean (a clean that fails stays pending
+    and runs again; deleting is idempotent)."""
     started = time.perf_counter()
     timeline = table.timeline
-    plan = timeline.avro_details(requested.requested_time, State.REQUESTED) or {}
-    inflight = timeline.state_file(requested.requested_time, State.INFLIGHT)
-    if inflight is None:
-        inflight = timeline.transition_to_inflight(
-            requested, avro_models.write_container("HoodieCleanerPlan", plan)
-        )
-    partitions: dict[str, Any] = {}
+    plan = timeline.plan(requested.requested_time) or CleanerPlan(policy=KEEP_LATEST_COMMITS)
+    with Transaction.resume(timeline, requested.requested_time) as txn:
+        txn.begin(plan)  # Hudi's .clean.inflight repeats the plan
+        metadata = delete_planned_files(table, plan, requested.requested_time)
+        metadata.time_taken_in_millis = int((time.perf_counter() - started) * 1000)
+        txn.commit(metadata)
+    return metadata
+
+
+def delete_planned_files(table: HudiTable, plan: CleanerPlan, clean_time: str) -> CleanMetadata:
+    """Delete what ``plan`` names; the clean's metadata says what was deleted and what failed."""
+    partitions: dict[str, CleanPartitionMetadata] = {}
     total = 0
-    for partition, infos in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
+    for partition, infos in (plan.file_paths_to_be_deleted_per_partition or {}).items():
         success, failed, patterns = [], [], []
-        for info in infos:
-            rel = _relative(table, info["filePath"])
+        for info in infos or ():
+            rel = _relative(table, info.file_path)
             name = posixpath.basename(rel)
             patterns.append(name)
             try:
@@ -251,27 +261,25 @@ def execute_clean(table: HudiTable, requested: Instant) -> dict[str, Any]:
                 total += 1
             except OSError:
                 failed.append(name)
-        partitions[partition] = {
-            "partitionPath": partition,
-            "policy": plan.get("policy", KEEP_LATEST_COMMITS),
-            "deletePathPatterns": patterns,
-            "successDeleteFiles": success,
-            "failedDeleteFiles": failed,
-            "isPartitionDeleted": False,
-        }
-    earliest = plan.get("earliestInstantToRetain") or {}
-    metadata = {
-        "startCleanTime": requested.requested_time,
-        "timeTakenInMillis": int((time.perf_counter() - started) * 1000),
-        "totalFilesDeleted": total,
-        "earliestCommitToRetain": earliest.get("timestamp", ""),
-        "lastCompletedCommitTimestamp": plan.get("lastCompletedCommitTimestamp", ""),
-        "partitionMetadata": partitions,
-        "version": 2,
-        "bootstrapPartitionMetadata": {},
-    }
-    timeline.complete(inflight, avro_models.write_container("HoodieCleanMetadata", metadata))
-    return metadata
+        partitions[partition] = CleanPartitionMetadata(
+            partition_path=partition,
+            policy=plan.policy or KEEP_LATEST_COMMITS,
+            delete_path_patterns=patterns,
+            success_delete_files=success,
+            failed_delete_files=failed,
+            is_partition_deleted=False,
+        )
+    earliest = plan.earliest_instant_to_retain
+    return CleanMetadata(
+        start_clean_time=clean_time,
+        time_taken_in_millis=0,
+        total_files_deleted=total,
+        earliest_commit_to_retain=earliest.timestamp if earliest is not None else "",
+        last_completed_commit_timestamp=plan.last_completed_commit_timestamp or "",
+        partition_metadata=partitions,
+        version=2,
+        bootstrap_partition_metadata={},
+    )
 
 
 def pending_cleans(table: HudiTable) -> list[Instant]:
@@ -312,38 +320,24 @@ class CleanInfo:
     partitions: tuple[CleanPartition, ...]
 
 
-def _planned_files(plan: dict[str, Any]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for partition, infos in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
-        out[partition] = [_file_name(i["filePath"]) for i in infos or () if i.get("filePath")]
-    for partition, paths in (plan.get("filesToBeDeletedPerPartition") or {}).items():
-        if partition not in out:  # the deprecated field of old plans
-            out[partition] = [_file_name(p) for p in paths or ()]
-    for partition in plan.get("partitionsToBeDeleted") or ():
-        out.setdefault(partition, [])
-    return out
-
-
-def _clean_partitions(plan: dict[str, Any], metadata: dict[str, Any] | None) -> tuple[CleanPartition, ...]:
+def _clean_partitions(plan: CleanerPlan, metadata: CleanMetadata | None) -> tuple[CleanPartition, ...]:
     if metadata is None:
-        dropped = set(plan.get("partitionsToBeDeleted") or ())
+        dropped = set(plan.partitions_to_be_deleted or ())
         return tuple(
-            CleanPartition(p, plan.get("policy"), tuple(files), None, None, p in dropped)
-            for p, files in sorted(_planned_files(plan).items())
+            CleanPartition(p, plan.policy, tuple(_file_name(f) for f in files), None, None, p in dropped)
+            for p, files in sorted(plan.planned_files().items())
         )
-    out = []
-    for partition, info in sorted((metadata.get("partitionMetadata") or {}).items()):
-        out.append(
-            CleanPartition(
-                partition_path=info.get("partitionPath", partition),
-                policy=info.get("policy"),
-                files_to_delete=tuple(info.get("deletePathPatterns") or ()),
-                deleted_files=tuple(_file_name(f) for f in info.get("successDeleteFiles") or ()),
-                failed_files=tuple(_file_name(f) for f in info.get("failedDeleteFiles") or ()),
-                partition_deleted=bool(info.get("isPartitionDeleted")),
-            )
+    return tuple(
+        CleanPartition(
+            partition_path=info.partition_path if info.partition_path is not None else partition,
+            policy=info.policy,
+            files_to_delete=tuple(info.delete_path_patterns or ()),
+            deleted_files=tuple(_file_name(f) for f in info.success_delete_files or ()),
+            failed_files=tuple(_file_name(f) for f in info.failed_delete_files or ()),
+            partition_deleted=bool(info.is_partition_deleted),
         )
-    return tuple(out)
+        for partition, info in sorted(metadata.partition_metadata.items())
+    )
 
 
 def clean_infos(timeline) -> list[CleanInfo]:
@@ -353,14 +347,14 @@ def clean_infos(timeline) -> list[CleanInfo]:
         if not any(i.action == Action.CLEAN for i in group.by_state.values()):
             continue
         latest = group.latest
-        plan = timeline.avro_details(group.requested_time, State.REQUESTED) or {}
-        metadata = timeline.avro_details(group.requested_time, State.COMPLETED) if latest.is_completed else None
-        earliest = (plan.get("earliestInstantToRetain") or {}).get("timestamp")
+        plan = timeline.plan(group.requested_time) or CleanerPlan()
+        metadata = timeline.payload(latest) if latest.is_completed else None
+        earliest = plan.earliest_instant_to_retain.timestamp if plan.earliest_instant_to_retain else None
         if metadata is not None:
-            earliest = metadata.get("earliestCommitToRetain") or earliest
-        policies = {p.get("policy") for p in ((metadata or {}).get("partitionMetadata") or {}).values()}
-        policy = plan.get("policy") or (policies.pop() if len(policies) == 1 else None)
-        last = (metadata or plan).get("lastCompletedCommitTimestamp") or plan.get("lastCompletedCommitTimestamp")
+            earliest = metadata.earliest_commit_to_retain or earliest
+        policies = {p.policy for p in (metadata.partition_metadata.values() if metadata else ())}
+        policy = plan.policy or (policies.pop() if len(policies) == 1 else None)
+        last = (metadata.last_completed_commit_timestamp if metadata else None) or plan.last_completed_commit_timestamp
         out.append(
             CleanInfo(
                 instant_time=group.requested_time,
@@ -369,8 +363,8 @@ def clean_infos(timeline) -> list[CleanInfo]:
                 policy=policy,
                 earliest_commit_to_retain=earliest or None,
                 last_completed_commit=last or None,
-                total_files_deleted=metadata.get("totalFilesDeleted") if metadata is not None else None,
-                time_taken_ms=metadata.get("timeTakenInMillis") if metadata is not None else None,
+                total_files_deleted=metadata.total_files_deleted if metadata is not None else None,
+                time_taken_ms=metadata.time_taken_in_millis if metadata is not None else None,
                 partitions=_clean_partitions(plan, metadata),
             )
         )

@@ -15,32 +15,45 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Callable, Iterable
 
 import pyarrow as pa
 
-from ..avro import models as avro_models
+from ..config.write_settings import FileSettings
 from ..errors import HudiError
 from ..file_group.file_slice import FileSlice
 from ..file_group.reader import SliceReadContext, read_slice
 from ..table.table import HudiTable
-from ..timeline.commit_metadata import CommitMetadata
-from ..timeline.instant import Action, Instant, State
+from ..timeline.commit_metadata import CommitMetadata, WriteStat
+from ..timeline.instant import Action, Instant
+from ..timeline.plans import (
+    CLUSTER_OPERATION,
+    SORT_COLUMNS_PARAM,
+    ClusteringGroup,
+    ClusteringPlan,
+    ClusteringStrategy,
+    RequestedReplaceMetadata,
+    SliceInfo,
+)
+from ..timeline.transaction import CommitParticipant, Transaction
 from ..write.handles import TaskInfo, WriteContext, create_files
-from ..write.markers import delete_markers, list_markers
 from .compaction import busy_file_groups, slice_metrics
 
 SIZE_BASED_STRATEGY = "org.apache.hudi.client.clustering.plan.strategy.SparkSizeBasedClusteringPlanStrategy"
 EXECUTION_STRATEGY = "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
+#: A strategy parameter that sets the size of the files clustering writes.
+TARGET_FILE_MAX_BYTES_PARAM = "hoodie.clustering.plan.strategy.target.file.max.bytes"
 
 
-@dataclass
+@dataclass(frozen=True)
 class ClusteringSettings:
+    """``hoodie.clustering.plan.strategy.*``: which file groups a plan takes and how it rewrites them."""
+
     small_file_limit: int = 314572800
     target_file_max_bytes: int = 1073741824
     max_bytes_per_group: int = 2147483648
     max_num_groups: int = 30
-    sort_columns: list[str] | None = None
+    sort_columns: tuple[str, ...] | None = None
 
 
 def _slice_size(s: FileSlice) -> int:
@@ -53,19 +66,19 @@ def _qualified(storage, rel: str) -> str:
     return "file:" + uri if storage.is_local and uri.startswith("/") else uri
 
 
-def _slice_info(storage, s: FileSlice) -> dict[str, Any]:
+def _slice_info(storage, s: FileSlice) -> SliceInfo:
     """``ClusteringPlanStrategy.getFileSliceInfo``: full paths, '' for a missing base file."""
-    return {
-        "dataFilePath": _qualified(storage, s.base_file.path) if s.base_file else "",
-        "deltaFilePaths": [_qualified(storage, log.path) for log in s.sorted_logs()],
-        "fileId": s.file_id,
-        "partitionPath": s.partition_path,
-        "bootstrapFilePath": "",
-        "version": 1,
-    }
+    return SliceInfo(
+        data_file_path=_qualified(storage, s.base_file.path) if s.base_file else "",
+        delta_file_paths=[_qualified(storage, log.path) for log in s.sorted_logs()],
+        file_id=s.file_id,
+        partition_path=s.partition_path,
+        bootstrap_file_path="",
+        version=1,
+    )
 
 
-def plan_clustering(table: HudiTable, settings: ClusteringSettings) -> dict[str, Any] | None:
+def plan_clustering(table: HudiTable, settings: ClusteringSettings) -> RequestedReplaceMetadata | None:
     busy = busy_file_groups(table)
     by_partition: dict[str, list[FileSlice]] = {}
     for s in table.file_system_view.latest_slices():
@@ -89,54 +102,77 @@ def plan_clustering(table: HudiTable, settings: ClusteringSettings) -> dict[str,
     groups = groups[: settings.max_num_groups]
     if not groups:
         return None
-    input_groups = []
-    for members, size in groups:
-        input_groups.append(
-            {
-                "slices": [_slice_info(table.storage, s) for s in members],
-                "metrics": slice_metrics(members),
-                "numOutputFileGroups": max(1, math.ceil(size / settings.target_file_max_bytes)),
-                "extraMetadata": None,
-                "version": 1,
-            }
+    input_groups = [
+        ClusteringGroup(
+            slices=[_slice_info(table.storage, s) for s in members],
+            metrics=slice_metrics(members),
+            num_output_file_groups=max(1, math.ceil(size / settings.target_file_max_bytes)),
+            extra_metadata=None,
+            version=1,
         )
+        for members, size in groups
+    ]
     # as ClusteringPlanStrategy.getStrategyParams: only the sort columns travel in the plan
     params: dict[str, str] = {}
     if settings.sort_columns:
-        params["hoodie.clustering.plan.strategy.sort.columns"] = ",".join(settings.sort_columns)
-    return {
-        "operationType": "CLUSTER",
-        "clusteringPlan": {
-            "inputGroups": input_groups,
-            "strategy": {"strategyClassName": EXECUTION_STRATEGY, "strategyParams": params, "version": 1},
-            "extraMetadata": {},
-            "version": 1,
-            "preserveHoodieMetadata": True,
-        },
-        "extraMetadata": {},
-        "version": 1,
-    }
+        params[SORT_COLUMNS_PARAM] = ",".join(settings.sort_columns)
+    return RequestedReplaceMetadata(
+        operation_type=CLUSTER_OPERATION,
+        clustering_plan=ClusteringPlan(
+            input_groups=input_groups,
+            strategy=ClusteringStrategy(strategy_class_name=EXECUTION_STRATEGY, strategy_params=params, version=1),
+            extra_metadata={},
+            version=1,
+            preserve_hoodie_metadata=True,
+        ),
+        extra_metadata={},
+        version=1,
+    )
 
 
 def schedule_clustering(table: HudiTable, settings: ClusteringSettings, instant_time: str) -> Instant | None:
     plan = plan_clustering(table, settings)
     if plan is None:
         return None
-    return table.timeline.create_requested(
-        instant_time, Action.REPLACE_COMMIT, avro_models.write_container("HoodieRequestedReplaceMetadata", plan)
-    )
+    return Transaction.schedule(table.timeline, Action.REPLACE_COMMIT, plan, instant_time)
 
 
-def _slices_of_group(table: HudiTable, group: dict[str, Any]) -> list[FileSlice]:
-    wanted = {(s["partitionPath"] or "", s["fileId"]) for s in group.get("slices") or []}
+def clusterings_to_run(table: HudiTable, settings: ClusteringSettings) -> list[str]:
+    """The clusterings a clustering job runs: every pending one, else one scheduled now
+    (none if no file groups qualify)."""
+    pending = [i.requested_time for i in table.timeline.pending_clustering()]
+    if pending:
+        return pending
+    scheduled = schedule_clustering(table, settings, table.timeline.next_instant_time())
+    return [scheduled.requested_time] if scheduled is not None else []
+
+
+def commits_since_last_clustering(table: HudiTable) -> int:
+    """Completed commits after the latest completed replace commit (the inline trigger counts them)."""
+    timeline = table.timeline
+    replaces = timeline.completed([Action.REPLACE_COMMIT])
+    last = replaces[-1].requested_time if replaces else None
+    return sum(1 for c in timeline.completed(Action.WRITE_ACTIONS) if last is None or c.requested_time > last)
+
+
+def read_plan(table: HudiTable, instant_time: str) -> ClusteringPlan:
+    """The clustering plan of a requested replace commit (an error if it holds none)."""
+    content = table.timeline.plan(instant_time)
+    if not isinstance(content, RequestedReplaceMetadata) or not content.is_clustering:
+        raise HudiError(f"{table.base_uri}: {instant_time} is not a clustering plan")
+    return content.clustering_plan
+
+
+def _slices_of_group(table: HudiTable, group: ClusteringGroup) -> list[FileSlice]:
+    wanted = {(s.partition, s.file_id) for s in group.slices or ()}
     partitions = sorted({p for p, _ in wanted})
     slices = table.file_system_view.latest_slices(partitions=partitions)
     return [s for s in slices if (s.partition_path, s.file_id) in wanted]
 
 
 def cluster_group(
-    table: HudiTable, ctx: WriteContext, group: dict[str, Any], task: TaskInfo, clustering_time: str, sort_columns: list[str] | None
-) -> list[dict[str, Any]]:
+    table: HudiTable, ctx: WriteContext, group: ClusteringGroup, task: TaskInfo, clustering_time: str, sort_columns: list[str] | None
+) -> list[WriteStat]:
     """Rewrite one input group into new file groups; returns write stats. Runs on executors."""
     view = table.file_system_view
 
@@ -156,129 +192,37 @@ def cluster_group(
     return stats
 
 
-def start_clustering(table: HudiTable, instant_time: str) -> Instant:
-    timeline = table.timeline
-    group = timeline.group(instant_time)
-    if group is None or group.latest.is_completed:
-        raise HudiError(f"{table.base_uri}: no pending clustering at {instant_time}")
-    if State.INFLIGHT in group.by_state:
-        for marker in list_markers(table.storage, instant_time):
-            table.storage.delete(marker.data_path)
-        delete_markers(table.storage, instant_time)
-        timeline.delete_instant(instant_time, [State.INFLIGHT])
-    return timeline.transition_to_inflight(timeline.state_file(instant_time, State.REQUESTED), b"")
+#: Rewrites clustering groups (on an engine's workers) and returns their write stats.
+GroupRunner = Callable[[list[ClusteringGroup], WriteContext, "list[str] | None"], list[WriteStat]]
 
 
-def commit_clustering(
-    table: HudiTable, inflight: Instant, plan: dict[str, Any], stats: list[dict[str, Any]], schema: str
+def run_clustering(
+    table: HudiTable,
+    instant_time: str,
+    settings: ClusteringSettings,
+    files: FileSettings,
+    run_groups: GroupRunner,
+    participants: Iterable[CommitParticipant] = (),
 ) -> Instant:
-    replaced: dict[str, list[str]] = {}
-    for group in plan["clusteringPlan"]["inputGroups"]:
-        for piece in group.get("slices") or []:
-            replaced.setdefault(piece.get("partitionPath") or "", []).append(piece["fileId"])
-    partitions: dict[str, list[dict[str, Any]]] = {}
-    for stat in stats:
-        partitions.setdefault(stat.get("partitionPath") or "", []).append(stat)
-    metadata = CommitMetadata(
-        partition_to_write_stats=dict(sorted(partitions.items())),
-        compacted=False,
-        extra_metadata={"schema": schema},
-        operation_type="CLUSTER",
-        partition_to_replace_file_ids=dict(sorted(replaced.items())),
-    )
-    done = table.timeline.complete(inflight, metadata.to_json_bytes())
-    delete_markers(table.storage, inflight.requested_time)
-    return done
+    """Execute a scheduled clustering: inflight, rewrite every group, commit a replace commit
+    replacing the input file groups. A failure rolls the attempt back (the plan stays).
 
-
-# -- reading plans (pending and completed) ------------------------------------------------
-
-#: The strategy parameter carrying the sort columns of a clustering plan.
-SORT_COLUMNS_PARAM = "hoodie.clustering.plan.strategy.sort.columns"
-
-
-def _name(path: str | None) -> str | None:
-    return path.rsplit("/", 1)[-1] if path else None
-
-
-@dataclass(frozen=True)
-class ClusteringSlice:
-    """One input file slice of a clustering group (``HoodieSliceInfo``), files by name."""
-
-    partition_path: str
-    file_id: str
-    base_file: str | None
-    log_files: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class ClusteringGroup:
-    slices: tuple[ClusteringSlice, ...]
-    metrics: dict[str, float]
-    num_output_file_groups: int
-
-
-@dataclass(frozen=True)
-class ClusteringPlan:
-    """A clustering instant with its ``HoodieClusteringPlan`` and where it stands."""
-
-    instant_time: str
-    action: str  # the requested action: clustering (layout 2) or replacecommit (layout 1)
-    state: State
-    completion_time: str | None
-    groups: tuple[ClusteringGroup, ...]
-    strategy: str | None
-    strategy_params: dict[str, str]
-    preserve_hoodie_metadata: bool | None
-
-    @property
-    def sort_columns(self) -> list[str]:
-        value = self.strategy_params.get(SORT_COLUMNS_PARAM) or ""
-        return [c.strip() for c in value.split(",") if c.strip()]
-
-    @classmethod
-    def from_avro(cls, instant_time: str, action: str, latest: Instant, raw: dict[str, Any]) -> "ClusteringPlan":
-        plan = raw.get("clusteringPlan") or {}
-        strategy = plan.get("strategy") or {}
-        groups = []
-        for group in plan.get("inputGroups") or ():
-            slices = tuple(
-                ClusteringSlice(
-                    partition_path=s.get("partitionPath") or "",
-                    file_id=s.get("fileId") or "",
-                    base_file=_name(s.get("dataFilePath")),
-                    log_files=tuple(_name(p) for p in s.get("deltaFilePaths") or ()),
-                )
-                for s in group.get("slices") or ()
-            )
-            metrics = {k: float(v) for k, v in (group.get("metrics") or {}).items()}
-            groups.append(ClusteringGroup(slices, metrics, int(group.get("numOutputFileGroups") or 1)))
-        return cls(
-            instant_time=instant_time,
-            action=action,
-            state=latest.state,
-            completion_time=latest.completion_time if latest.is_completed else None,
-            groups=tuple(groups),
-            strategy=strategy.get("strategyClassName"),
-            strategy_params=dict(strategy.get("strategyParams") or {}),
-            preserve_hoodie_metadata=plan.get("preserveHoodieMetadata"),
+    New base files are written with ``files`` (the writes' parquet settings), sized by the
+    plan's target file size, else ``settings``'."""
+    plan = read_plan(table, instant_time)
+    with Transaction.resume(table.timeline, instant_time, participants) as txn:
+        txn.begin()
+        target = int(plan.strategy_params.get(TARGET_FILE_MAX_BYTES_PARAM, settings.target_file_max_bytes))
+        context = WriteContext.for_table(table, instant_time, files).with_max_file_size(target)
+        stats = run_groups(plan.groups, context, plan.sort_columns or None)
+        replaced: dict[str, list[str]] = {}
+        for partition, file_id in plan.file_groups:
+            replaced.setdefault(partition, []).append(file_id)
+        metadata = CommitMetadata.of(
+            stats,
+            compacted=False,
+            extra_metadata={"schema": table.avro_schema},
+            operation_type="CLUSTER",
+            partition_to_replace_file_ids=dict(sorted(replaced.items())),
         )
-
-
-def clustering_plans(timeline) -> list[ClusteringPlan]:
-    """Every clustering on the active timeline whose plan is still there, oldest first.
-
-    Layout 2 names clustering ``clustering`` until it completes; layout 1 writes a
-    pending ``replacecommit`` whose requested file holds ``operationType=CLUSTER``
-    (insert overwrite writes other or no content there).
-    """
-    out = []
-    for group in timeline.instant_groups():
-        requested = group.by_state.get(State.REQUESTED)
-        if requested is None or requested.action not in (Action.CLUSTERING, Action.REPLACE_COMMIT):
-            continue
-        raw = timeline.avro_details(group.requested_time, State.REQUESTED)
-        if not raw or (requested.action == Action.REPLACE_COMMIT and raw.get("operationType") != "CLUSTER"):
-            continue
-        out.append(ClusteringPlan.from_avro(group.requested_time, requested.action, group.latest, raw))
-    return out
+        return txn.commit(metadata)

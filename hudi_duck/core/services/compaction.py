@@ -17,18 +17,20 @@ import datetime as _dt
 import posixpath
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Callable, Iterable
 
-from ..avro import models as avro_models
+from ..config.write_settings import FileSettings, ParquetSettings
 from ..errors import HudiError
 from ..file_group.file_slice import FileSlice
 from ..file_group.naming import base_file_name, parse_base_file, parse_log_file
 from ..file_group.reader import SliceReadContext, read_slice_with_stats
 from ..table.table import HudiTable
-from ..timeline.commit_metadata import CommitMetadata, new_write_stat
-from ..timeline.instant import Action, Instant, State, parse_instant_time
+from ..timeline.commit_metadata import CommitMetadata, RuntimeStats, WriteStat
+from ..timeline.instant import Action, Instant, parse_instant_time
+from ..timeline.plans import CompactionOperation, CompactionPlan
 from ..write.handles import TaskInfo, WriteContext, ensure_partition_metadata
-from ..write.markers import IOType, create_marker, delete_markers, list_markers
+from ..timeline.transaction import CommitParticipant, Transaction
+from ..write.markers import IOType, create_marker
 
 LOG_FILE_SIZE_STRATEGY = "org.apache.hudi.table.action.compact.strategy.LogFileSizeBasedCompactionStrategy"
 LOG_FILE_NUM_STRATEGY = "org.apache.hudi.table.action.compact.strategy.LogFileNumBasedCompactionStrategy"
@@ -40,7 +42,7 @@ STRATEGIES = (LOG_FILE_SIZE_STRATEGY, LOG_FILE_NUM_STRATEGY, BOUNDED_IO_STRATEGY
 _MB = 1024 * 1024
 
 
-@dataclass
+@dataclass(frozen=True)
 class CompactionSettings:
     """``hoodie.compact.*`` / ``hoodie.compaction.*`` options that shape a plan."""
 
@@ -54,7 +56,7 @@ class CompactionSettings:
 
 
 #: ``hoodie.parquet.max.file.size`` default: the write size Hudi assumes for a slice without base file.
-DEFAULT_MAX_PARQUET_SIZE = 120 * _MB
+DEFAULT_MAX_PARQUET_SIZE = ParquetSettings().max_file_size
 
 
 def slice_metrics(slices: list[FileSlice], default_base_size: int = DEFAULT_MAX_PARQUET_SIZE) -> dict[str, float]:
@@ -80,25 +82,23 @@ def _metrics(s: FileSlice) -> dict[str, float]:
     return slice_metrics([s])
 
 
-def _operation(s: FileSlice) -> dict[str, Any]:
-    return {
-        "baseInstantTime": s.base_instant_time,
-        "deltaFilePaths": [log.file_name for log in s.sorted_logs()],
-        "dataFilePath": s.base_file.file_name if s.base_file else None,
-        "fileId": s.file_id,
-        "partitionPath": s.partition_path,
-        "metrics": _metrics(s),
-        "bootstrapFilePath": None,
-    }
+def _operation(s: FileSlice) -> CompactionOperation:
+    return CompactionOperation(
+        base_instant_time=s.base_instant_time,
+        delta_file_paths=[log.file_name for log in s.sorted_logs()],
+        data_file_path=s.base_file.file_name if s.base_file else None,
+        file_id=s.file_id,
+        partition_path=s.partition_path,
+        metrics=_metrics(s),
+        bootstrap_file_path=None,
+    )
 
 
 def delta_commits_since_last_compaction(table: HudiTable) -> tuple[int, str | None]:
     """Completed delta commits after the latest compaction (done or scheduled), and its time."""
     timeline = table.timeline
-    last = None
-    for group in timeline.instant_groups():
-        if any(i.action == Action.COMPACTION for i in group.by_state.values()):
-            last = group.requested_time
+    compactions = timeline.compaction_times()
+    last = max(compactions) if compactions else None
     count = sum(1 for i in timeline.completed([Action.DELTA_COMMIT]) if last is None or i.requested_time > last)
     return count, last
 
@@ -156,25 +156,19 @@ def select_operations(slices: list[FileSlice], settings: CompactionSettings) -> 
 
 def compaction_file_groups(table: HudiTable, log_compaction: bool = True) -> dict[tuple[str, str], str]:
     """(partition, file id) -> requested time of the pending (log) compaction plan that owns the file group."""
-    timeline = table.timeline
-    times = timeline.pending_compaction_times() + (timeline.pending_log_compaction_times() if log_compaction else [])
     owned: dict[tuple[str, str], str] = {}
-    for time_ in times:
-        plan = timeline.avro_details(time_, State.REQUESTED) or {}
-        for op in plan.get("operations") or []:
-            owned[(op.get("partitionPath") or "", op.get("fileId"))] = time_
+    for pending in table.timeline.compaction_plans(log_compaction=log_compaction):
+        for key in pending.plan.file_groups:
+            owned[key] = pending.requested_time
     return owned
 
 
 def clustering_file_groups(table: HudiTable) -> dict[tuple[str, str], str]:
     """(partition, file id) -> requested time of the pending clustering that owns the file group."""
-    timeline = table.timeline
     owned: dict[tuple[str, str], str] = {}
-    for instant in timeline.pending_clustering():
-        plan = timeline.avro_details(instant.requested_time, State.REQUESTED) or {}
-        for group in ((plan.get("clusteringPlan") or {}).get("inputGroups")) or []:
-            for piece in group.get("slices") or []:
-                owned[(piece.get("partitionPath") or "", piece.get("fileId"))] = instant.requested_time
+    for pending in table.timeline.clustering_plans():
+        for key in pending.plan.file_groups:
+            owned[key] = pending.requested_time
     return owned
 
 
@@ -183,7 +177,7 @@ def busy_file_groups(table: HudiTable) -> set[tuple[str, str]]:
     return set(compaction_file_groups(table)) | set(clustering_file_groups(table))
 
 
-def plan_compaction(table: HudiTable, settings: CompactionSettings) -> dict[str, Any] | None:
+def plan_compaction(table: HudiTable, settings: CompactionSettings) -> CompactionPlan | None:
     """A ``HoodieCompactionPlan`` for the current latest slices, or None if nothing to do."""
     if not table.config.is_mor:
         raise HudiError(f"{table.base_uri}: compaction applies to MERGE_ON_READ tables only")
@@ -193,53 +187,66 @@ def plan_compaction(table: HudiTable, settings: CompactionSettings) -> dict[str,
     chosen = select_operations(slices, settings)
     if not chosen:
         return None
-    return {
-        "operations": [_operation(s) for s in chosen],
-        "extraMetadata": {},
-        "version": 2,
-        "strategy": None,
-        "preserveHoodieMetadata": False,
-    }
+    return CompactionPlan(
+        operations=[_operation(s) for s in chosen],
+        extra_metadata={},
+        version=2,
+        strategy=None,
+        preserve_hoodie_metadata=False,
+    )
 
 
 def schedule_compaction(table: HudiTable, settings: CompactionSettings, instant_time: str) -> Instant | None:
     plan = plan_compaction(table, settings)
     if plan is None:
         return None
-    return table.timeline.create_requested(
-        instant_time, Action.COMPACTION, avro_models.write_container("HoodieCompactionPlan", plan)
-    )
+    return Transaction.schedule(table.timeline, Action.COMPACTION, plan, instant_time)
 
 
-def read_plan(table: HudiTable, instant_time: str) -> dict[str, Any]:
-    plan = table.timeline.avro_details(instant_time, State.REQUESTED)
-    if plan is None:
+def compactions_to_run(table: HudiTable, settings: CompactionSettings, instant_time: str | None = None) -> list[str]:
+    """The compactions a compaction job runs: ``instant_time`` (which must be pending), else
+    every pending one, else one scheduled now (none if there is nothing to compact)."""
+    if not table.config.is_mor:
+        raise HudiError(f"{table.base_uri}: compaction applies to MERGE_ON_READ tables only")
+    pending = table.timeline.pending_compaction_times()
+    if instant_time is not None:
+        if instant_time not in pending:
+            raise HudiError(f"{table.base_uri}: no pending compaction at {instant_time}")
+        return [instant_time]
+    if pending:
+        return pending
+    scheduled = schedule_compaction(table, settings, table.timeline.next_instant_time())
+    return [scheduled.requested_time] if scheduled is not None else []
+
+
+def read_plan(table: HudiTable, instant_time: str) -> CompactionPlan:
+    plan = table.timeline.plan(instant_time)
+    if not isinstance(plan, CompactionPlan):
         raise HudiError(f"{table.base_uri}: no compaction plan at {instant_time}")
     return plan
 
 
-def slice_of_operation(table: HudiTable, op: dict[str, Any]) -> FileSlice:
+def slice_of_operation(table: HudiTable, op: CompactionOperation) -> FileSlice:
     """The file slice an operation compacts (files as listed in the plan)."""
-    partition = op.get("partitionPath") or ""
+    partition = op.partition
     storage = table.storage
     base = None
-    if op.get("dataFilePath"):
-        name = posixpath.basename(op["dataFilePath"])
+    if op.data_file_path:
+        name = posixpath.basename(op.data_file_path)
         rel = posixpath.join(partition, name) if partition else name
         base = parse_base_file(partition, name, storage.size(rel))
     logs = []
-    for path in op.get("deltaFilePaths") or []:
-        name = posixpath.basename(path)
+    for name in op.log_file_names:
         rel = posixpath.join(partition, name) if partition else name
         log = parse_log_file(partition, name, storage.size(rel) if storage.exists(rel) else -1)
         if log is not None and storage.exists(rel):
             logs.append(log)
-    return FileSlice(partition, op["fileId"], op.get("baseInstantTime") or "", base, logs)
+    return FileSlice(partition, op.file_id or "", op.base_instant_time or "", base, logs)
 
 
 def compact_operation(
-    table: HudiTable, ctx: WriteContext, op: dict[str, Any], task: TaskInfo, compaction_time: str
-) -> dict[str, Any]:
+    table: HudiTable, ctx: WriteContext, op: CompactionOperation, task: TaskInfo, compaction_time: str
+) -> WriteStat:
     """Merge one slice into a new base file; returns its write stat. Runs on executors."""
 
     started = time.perf_counter()
@@ -271,123 +278,53 @@ def compact_operation(
     )
     log_size = sum(max(log.size, 0) for log in slice_.log_files)
     updated = int(log_stats.get("dropped_base_rows", 0))  # base records the logs replaced
-    stat = new_write_stat(
-        fileId=slice_.file_id,
+    return WriteStat(
+        file_id=slice_.file_id,
         path=rel,
-        prevCommit=slice_.base_instant_time,
-        numWrites=result.num_writes,
-        numDeletes=0,
-        numUpdateWrites=updated,
-        numInserts=max(result.num_writes - updated, 0),
-        totalWriteBytes=result.file_size,
-        partitionPath=partition,
-        totalLogRecords=log_stats.get("log_records", 0),
-        totalLogFilesCompacted=len(slice_.log_files),
-        totalLogSizeCompacted=log_size,
-        totalUpdatedRecordsCompacted=updated,
-        totalLogBlocks=log_stats.get("log_blocks", 0),
-        totalCorruptLogBlock=log_stats.get("corrupt_blocks", 0),
-        totalRollbackBlocks=log_stats.get("rollback_blocks", 0),
-        fileSizeInBytes=result.file_size,
-        runtimeStats={
-            "totalScanTime": scan_ms,
-            "totalUpsertTime": int((time.perf_counter() - started) * 1000),
-            "totalCreateTime": 0,
-        },
+        prev_commit=slice_.base_instant_time,
+        num_writes=result.num_writes,
+        num_deletes=0,
+        num_update_writes=updated,
+        num_inserts=max(result.num_writes - updated, 0),
+        total_write_bytes=result.file_size,
+        partition_path=partition,
+        total_log_records=log_stats.get("log_records", 0),
+        total_log_files_compacted=len(slice_.log_files),
+        total_log_size_compacted=log_size,
+        total_updated_records_compacted=updated,
+        total_log_blocks=log_stats.get("log_blocks", 0),
+        total_corrupt_log_blocks=log_stats.get("corrupt_blocks", 0),
+        total_rollback_blocks=log_stats.get("rollback_blocks", 0),
+        file_size_in_bytes=result.file_size,
+        runtime_stats=RuntimeStats(
+            total_scan_time=scan_ms,
+            total_upsert_time=int((time.perf_counter() - started) * 1000),
+            total_create_time=0,
+        ),
     )
-    return stat
 
 
-def start_compaction(table: HudiTable, instant_time: str) -> Instant:
-    """Move a compaction to inflight, undoing a previous failed attempt first."""
-    timeline = table.timeline
-    group = timeline.group(instant_time)
-    if group is None:
-        raise HudiError(f"{table.base_uri}: no compaction instant {instant_time}")
-    if group.latest.is_completed:
-        raise HudiError(f"{table.base_uri}: compaction {instant_time} already completed")
-    inflight = group.by_state.get(State.INFLIGHT)
-    if inflight is not None:
-        # a previous attempt died: remove what it wrote, start over from requested
-        for marker in list_markers(table.storage, instant_time):
-            table.storage.delete(marker.data_path)
-        delete_markers(table.storage, instant_time)
-        timeline.delete_instant(instant_time, [State.INFLIGHT])
-    requested = timeline.state_file(instant_time, State.REQUESTED)
-    return timeline.transition_to_inflight(requested, b"")
+#: Runs compaction operations (on an engine's workers) and returns their write stats.
+OperationRunner = Callable[[list[CompactionOperation], WriteContext], list[WriteStat]]
 
 
-def commit_compaction(table: HudiTable, inflight: Instant, stats: list[dict[str, Any]], schema: str) -> Instant:
-    partitions: dict[str, list[dict[str, Any]]] = {}
-    for stat in stats:
-        partitions.setdefault(stat.get("partitionPath") or "", []).append(stat)
-    metadata = CommitMetadata(
-        partition_to_write_stats=dict(sorted(partitions.items())),
-        compacted=True,
-        extra_metadata={"schema": schema},
-        operation_type="COMPACT",
-    )
-    done = table.timeline.complete(inflight, metadata.to_json_bytes())
-    delete_markers(table.storage, inflight.requested_time)
-    return done
+def run_compaction(
+    table: HudiTable,
+    instant_time: str,
+    files: FileSettings,
+    run_operations: OperationRunner,
+    participants: Iterable[CommitParticipant] = (),
+) -> Instant:
+    """Execute a scheduled compaction: inflight, merge every operation's slice into a base
+    file written with ``files`` (the writes' parquet settings), commit.
 
-
-# -- reading plans (pending and completed) ------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CompactionOperation:
-    """One file slice of a ``HoodieCompactionPlan``; files are named, not pathed."""
-
-    partition_path: str
-    file_id: str
-    base_instant_time: str
-    base_file: str | None
-    log_files: tuple[str, ...]
-    metrics: dict[str, float]
-
-    @classmethod
-    def from_avro(cls, raw: dict[str, Any]) -> "CompactionOperation":
-        data = raw.get("dataFilePath")
-        return cls(
-            partition_path=raw.get("partitionPath") or "",
-            file_id=raw.get("fileId") or "",
-            base_instant_time=raw.get("baseInstantTime") or "",
-            base_file=posixpath.basename(data) if data else None,
-            log_files=tuple(posixpath.basename(p) for p in raw.get("deltaFilePaths") or ()),
-            metrics={k: float(v) for k, v in (raw.get("metrics") or {}).items()},
+    An attempt that died before is rolled back first; a failure now rolls this attempt
+    back and leaves the plan requested, so the compaction can run again."""
+    plan = read_plan(table, instant_time)
+    with Transaction.resume(table.timeline, instant_time, participants) as txn:
+        txn.begin()
+        stats = run_operations(list(plan.operations or ()), WriteContext.for_table(table, instant_time, files))
+        metadata = CommitMetadata.of(
+            stats, compacted=True, extra_metadata={"schema": table.avro_schema}, operation_type="COMPACT"
         )
-
-
-@dataclass(frozen=True)
-class CompactionPlan:
-    """A compaction or log compaction instant with its plan and where it stands."""
-
-    instant_time: str
-    action: str  # compaction | logcompaction
-    state: State
-    completion_time: str | None
-    operations: tuple[CompactionOperation, ...]
-    extra_metadata: dict[str, str]
-
-
-def compaction_plans(timeline) -> list[CompactionPlan]:
-    """Every (log) compaction on the active timeline whose plan is still there, oldest first."""
-    out = []
-    for group in timeline.instant_groups():
-        requested = group.by_state.get(State.REQUESTED)
-        if requested is None or requested.action not in (Action.COMPACTION, Action.LOG_COMPACTION):
-            continue
-        raw = timeline.avro_details(group.requested_time, State.REQUESTED) or {}
-        latest = group.latest
-        out.append(
-            CompactionPlan(
-                instant_time=group.requested_time,
-                action=requested.action,
-                state=latest.state,
-                completion_time=latest.completion_time if latest.is_completed else None,
-                operations=tuple(CompactionOperation.from_avro(op) for op in raw.get("operations") or ()),
-                extra_metadata=dict(raw.get("extraMetadata") or {}),
-            )
-        )
-    return out
+        return txn.commit(metadata)

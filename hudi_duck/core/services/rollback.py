@@ -17,39 +17,40 @@ from __future__ import annotations
 
 import posixpath
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from ..avro import models as avro_models
 from ..config.table_config import TableConfig
-from ..errors import TimelineError
+from ..errors import HudiError, TimelineError
 from ..file_group.log_format import BlockType, CommandType, HeaderKey, encode_block
 from ..file_group.naming import parse_base_file, parse_log_file
 from ..storage.storage import Storage
+from ..table.table import HudiTable
 from ..timeline.active import Timeline
 from ..timeline.instant import Action, Instant, State, new_instant_time
+from ..timeline.plans import InstantInfo, RollbackPlan, RollbackRequest
+from ..timeline.service_metadata import RollbackMetadata, RollbackPartitionMetadata
+from ..timeline.transaction import Transaction
 from ..write.handles import next_log_version
 from ..write.markers import IOType, delete_markers, list_markers
 
 ROLLBACK_WRITE_TOKEN = "1-0-1"
 
 
-@dataclass
-class RollbackRequest:
-    partition_path: str
-    file_id: str = ""
-    latest_base_instant: str = ""
-    files_to_delete: list[str] = field(default_factory=list)  # relative paths
-    log_blocks: dict[str, int] = field(default_factory=dict)  # relative log path -> size
+def _delete_request(storage: Storage, partition: str, rel: str) -> RollbackRequest:
+    """A request deleting one data file (a base file the instant wrote)."""
+    return RollbackRequest(partition, file_id="", latest_base_instant="", files_to_be_deleted=[storage.uri(rel)],
+                           log_blocks_to_be_deleted={})
 
-    def to_avro(self, storage: Storage) -> dict[str, Any]:
-        return {
-            "partitionPath": self.partition_path,
-            "fileId": self.file_id,
-            "latestBaseInstant": self.latest_base_instant,
-            "filesToBeDeleted": [storage.uri(p) for p in self.files_to_delete],
-            "logBlocksToBeDeleted": {_log_uri(storage, p): size for p, size in self.log_blocks.items()},
-        }
+
+def _log_request(storage: Storage, partition: str, file_id: str, base_instant: str, rel_log: str) -> RollbackRequest:
+    """A request rolling back the instant's blocks in one log file."""
+    return RollbackRequest(
+        partition,
+        file_id=file_id,
+        latest_base_instant=base_instant,
+        files_to_be_deleted=[],
+        log_blocks_to_be_deleted={_log_uri(storage, rel_log): _file_size(storage, rel_log)},
+    )
 
 
 def _log_uri(storage: Storage, rel: str) -> str:
@@ -91,19 +92,12 @@ def requests_from_markers(storage: Storage, config: TableConfig, instant_time: s
     for marker in markers:
         if marker.io_type in (IOType.CREATE, IOType.MERGE):
             if storage.exists(marker.data_path):
-                requests.append(RollbackRequest(marker.partition_path, files_to_delete=[marker.data_path]))
+                requests.append(_delete_request(storage, marker.partition_path, marker.data_path))
             continue
         log = parse_log_file(marker.partition_path, marker.file_name)
         if log is None or not storage.exists(log.path):
             continue
-        requests.append(
-            RollbackRequest(
-                marker.partition_path,
-                file_id=log.file_id,
-                latest_base_instant=log.instant_time,
-                log_blocks={log.path: _file_size(storage, log.path)},
-            )
-        )
+        requests.append(_log_request(storage, marker.partition_path, log.file_id, log.instant_time, log.path))
     return requests
 
 
@@ -116,11 +110,9 @@ def requests_from_listing(
     completed = timeline.state_file(instant.requested_time, State.COMPLETED)
     if completed is not None:
         metadata = timeline.commit_metadata(completed)
-        partitions.update(metadata.partition_to_write_stats)
-        for stat in metadata.write_stats():
-            path = stat.get("path") or ""
-            partition = stat.get("partitionPath") or ""
-            log = parse_log_file(partition, posixpath.basename(path))
+        partitions.update(metadata.partitions)
+        for partition, stat in metadata.iter_stats():
+            log = parse_log_file(partition, posixpath.basename(stat.path or ""))
             if log is not None:
                 log_paths[log.path] = (partition, log.file_id, log.instant_time)
     else:
@@ -132,40 +124,38 @@ def requests_from_listing(
         for info in storage.list(partition):
             base = parse_base_file(partition, info.name)
             if base is not None and base.instant_time == instant.requested_time:
-                requests.append(RollbackRequest(partition, files_to_delete=[base.path]))
+                requests.append(_delete_request(storage, partition, base.path))
     for path, (partition, file_id, base_instant) in sorted(log_paths.items()):
         if storage.exists(path):
-            requests.append(
-                RollbackRequest(partition, file_id=file_id, latest_base_instant=base_instant, log_blocks={path: _file_size(storage, path)})
-            )
+            requests.append(_log_request(storage, partition, file_id, base_instant, path))
     return requests
 
 
-def _instant_info(instant: Instant, timeline: Timeline) -> dict[str, str]:
+def instant_info(instant: Instant, timeline: Timeline) -> InstantInfo:
+    """What a rollback plan names: the instant's time and its action (the pending action
+    for a pending instant, e.g. ``compaction`` rather than ``commit``)."""
     group = timeline.group(instant.requested_time)
     action = instant.action
     if group is not None and not instant.is_completed:
         action = group.pending_action
-    return {"commitTime": instant.requested_time, "action": action}
+    return InstantInfo(instant.requested_time, action)
+
+
+def plan_rollback(storage: Storage, config: TableConfig, timeline: Timeline, instant: Instant) -> RollbackPlan:
+    """The plan to undo ``instant``: from its markers, else from a listing."""
+    requests = requests_from_markers(storage, config, instant.requested_time)
+    if requests is None:
+        requests = requests_from_listing(storage, config, timeline, instant)
+    return RollbackPlan(instant_to_rollback=instant_info(instant, timeline), rollback_requests=requests, version=1)
 
 
 def schedule_rollback(
     storage: Storage, config: TableConfig, timeline: Timeline, instant: Instant, rollback_time: str | None = None
-) -> tuple[Instant, dict[str, Any]]:
+) -> tuple[Instant, RollbackPlan]:
     """Write ``<t>.rollback.requested`` with the plan to undo ``instant``."""
-    requests = requests_from_markers(storage, config, instant.requested_time)
-    if requests is None:
-        requests = requests_from_listing(storage, config, timeline, instant)
-    plan = {
-        "instantToRollback": _instant_info(instant, timeline),
-        "RollbackRequests": [r.to_avro(storage) for r in requests],
-        "version": 1,
-    }
+    plan = plan_rollback(storage, config, timeline, instant)
     rollback_time = rollback_time or new_instant_time(config.timeline_timezone_utc, after=timeline.last_instant_time)
-    requested = timeline.create_requested(
-        rollback_time, Action.ROLLBACK, avro_models.write_container("HoodieRollbackPlan", plan)
-    )
-    return requested, plan
+    return Transaction.schedule(timeline, Action.ROLLBACK, plan, rollback_time), plan
 
 
 def _append_rollback_block(storage: Storage, rel_log: str, target: str, rollback_time: str) -> tuple[str, int]:
@@ -192,62 +182,53 @@ def _append_rollback_block(storage: Storage, rel_log: str, target: str, rollback
 def execute_rollback_requests(
     storage: Storage,
     timeline: Timeline,
-    target_info: dict[str, str],
-    requests: list[dict[str, Any]],
+    target: InstantInfo,
+    requests: list[RollbackRequest],
     rollback_time: str,
     revert_pending_plan: bool = True,
-) -> dict[str, Any]:
+) -> RollbackMetadata:
     """Undo an instant's files as planned, remove the instant; returns rollback metadata.
 
     ``revert_pending_plan``: a pending compaction / clustering goes back to requested
     (its plan stays); a restore passes False to remove it entirely."""
     started = time.perf_counter()
-    target = target_info["commitTime"]
-    partitions: dict[str, dict[str, Any]] = {}
+    partitions: dict[str, RollbackPartitionMetadata] = {}
 
-    def partition_meta(partition: str) -> dict[str, Any]:
+    def partition_meta(partition: str) -> RollbackPartitionMetadata:
         return partitions.setdefault(
-            partition,
-            {
-                "partitionPath": partition,
-                "successDeleteFiles": [],
-                "failedDeleteFiles": [],
-                "rollbackLogFiles": {},
-                "logFilesFromFailedCommit": {},
-            },
+            partition, RollbackPartitionMetadata(partition, rollback_log_files={}, log_files_from_failed_commit={})
         )
 
     deleted = 0
     for request in requests:
-        partition = request.get("partitionPath") or ""
-        meta = partition_meta(partition)
-        for path in request.get("filesToBeDeleted") or []:
+        meta = partition_meta(request.partition_path or "")
+        for path in request.files_to_be_deleted or []:
             rel = _relative(storage, path)
             if storage.exists(rel):
                 storage.delete(rel)
                 deleted += 1
-            meta["successDeleteFiles"].append(path)
-        for path, size in (request.get("logBlocksToBeDeleted") or {}).items():
+            meta.success_delete_files.append(path)
+        for path, size in (request.log_blocks_to_be_deleted or {}).items():
             rel = _relative(storage, path)
-            written, written_size = _append_rollback_block(storage, rel, target, rollback_time)
-            meta["rollbackLogFiles"][_log_uri(storage, written)] = written_size
-            meta["logFilesFromFailedCommit"][path] = int(size)
-    metadata = {
-        "startRollbackTime": rollback_time,
-        "timeTakenInMillis": int((time.perf_counter() - started) * 1000),
-        "totalFilesDeleted": deleted,
-        "commitsRollback": [target],
-        "partitionMetadata": partitions,
-        "version": 1,
-        "instantsRollback": [dict(target_info)],
-    }
+            written, written_size = _append_rollback_block(storage, rel, target.commit_time, rollback_time)
+            meta.rollback_log_files[_log_uri(storage, written)] = written_size
+            meta.log_files_from_failed_commit[path] = int(size)
+    metadata = RollbackMetadata(
+        start_rollback_time=rollback_time,
+        time_taken_in_millis=int((time.perf_counter() - started) * 1000),
+        total_files_deleted=deleted,
+        commits_rollback=[target.commit_time],
+        partition_metadata=partitions,
+        version=1,
+        instants_rollback=[InstantInfo(target.commit_time, target.action)],
+    )
     # the rolled-back instant disappears before the rollback completes, as in Hudi;
     # a pending compaction or clustering keeps its plan (Hudi reverts it to requested)
-    if revert_pending_plan and keeps_plan(timeline, target):
-        timeline.delete_instant(target, [State.INFLIGHT])
+    if revert_pending_plan and keeps_plan(timeline, target.commit_time):
+        timeline.delete_instant(target.commit_time, [State.INFLIGHT])
     else:
-        timeline.delete_instant(target)
-    delete_markers(storage, target)
+        timeline.delete_instant(target.commit_time)
+    delete_markers(storage, target.commit_time)
     return metadata
 
 
@@ -265,20 +246,20 @@ def keeps_plan(timeline: Timeline, requested_time: str) -> bool:
 
 
 def execute_rollback(
-    storage: Storage, config: TableConfig, timeline: Timeline, requested: Instant, plan: dict[str, Any]
-) -> dict[str, Any]:
-    """Carry out a scheduled rollback and complete it."""
-    inflight = timeline.state_file(requested.requested_time, State.INFLIGHT)
-    if inflight is None:
-        inflight = timeline.transition_to_inflight(requested, b"")
-    metadata = execute_rollback_requests(
-        storage, timeline, plan["instantToRollback"], plan.get("RollbackRequests") or [], requested.requested_time
-    )
-    timeline.complete(inflight, avro_models.write_container("HoodieRollbackMetadata", metadata))
+    storage: Storage, config: TableConfig, timeline: Timeline, requested: Instant, plan: RollbackPlan
+) -> RollbackMetadata:
+    """Carry out a scheduled rollback and complete it (one that fails stays pending;
+    the next writer finishes it)."""
+    with Transaction.resume(timeline, requested.requested_time) as txn:
+        txn.begin()
+        metadata = execute_rollback_requests(
+            storage, timeline, plan.instant_to_rollback, plan.requests, requested.requested_time
+        )
+        txn.commit(metadata)
     return metadata
 
 
-def rollback(storage: Storage, config: TableConfig, timeline: Timeline, instant: Instant) -> dict[str, Any]:
+def rollback(storage: Storage, config: TableConfig, timeline: Timeline, instant: Instant) -> RollbackMetadata:
     requested, plan = schedule_rollback(storage, config, timeline, instant)
     return execute_rollback(storage, config, timeline, requested, plan)
 
@@ -288,8 +269,8 @@ def complete_pending_rollbacks(storage: Storage, config: TableConfig, timeline: 
     done = []
     for instant in timeline.pending([Action.ROLLBACK]):
         requested = timeline.state_file(instant.requested_time, State.REQUESTED)
-        plan = timeline.avro_details(instant.requested_time, State.REQUESTED)
-        if requested is None or plan is None:
+        plan = timeline.plan(instant.requested_time)
+        if requested is None or not isinstance(plan, RollbackPlan) or plan.instant_to_rollback is None:
             continue
         execute_rollback(storage, config, timeline, requested, plan)
         done.append(instant.requested_time)
@@ -309,6 +290,88 @@ def rollback_failed_writes(storage: Storage, config: TableConfig, timeline: Time
         rollback(storage, config, timeline, instant)
         rolled.append(instant.requested_time)
     return rolled
+
+
+# -- rolling back on request: the preconditions -------------------------------------------------------
+
+
+def rollback_instant(table: HudiTable, instant_time: str | None = None) -> RollbackMetadata:
+    """Roll back a pending write, a started compaction or clustering, or the latest completed
+    commit (default: the latest completed write), refusing what would lose data."""
+    timeline = table.timeline
+    instant = rollback_target(table, instant_time)
+    return rollback(table.storage, table.config, timeline, instant)
+
+
+def rollback_target(table: HudiTable, instant_time: str | None = None) -> Instant:
+    """The instant :func:`rollback_instant` undoes, after checking it may be undone."""
+    path, timeline = table.base_uri, table.timeline
+    if instant_time is None:
+        latest = timeline.latest_completed_write
+        if latest is None:
+            raise HudiError(f"{path}: nothing to roll back")
+        instant_time = latest.requested_time
+    group = timeline.group(instant_time)
+    if group is None:
+        raise HudiError(f"{path}: no instant {instant_time} on the timeline")
+    instant = group.latest
+    if not instant.is_completed and instant.is_requested and keeps_plan(timeline, instant.requested_time):
+        raise HudiError(
+            f"{path}: {group.pending_action} {instant.requested_time} has not started; there is nothing to roll back"
+        )
+    if instant.is_completed:
+        later = [i for i in timeline.completed_writes if i.requested_time > instant.requested_time]
+        if later:
+            raise HudiError(
+                f"{path}: {instant.requested_time} is not the latest commit ({len(later)} later); "
+                "restore to a savepoint instead"
+            )
+        if instant.requested_time in timeline.savepoints():
+            raise HudiError(f"{path}: {instant.requested_time} is savepointed; delete the savepoint first")
+        missing = cleaned_predecessor(table, instant)
+        if missing:
+            raise HudiError(
+                f"{path}: cannot roll back {instant.requested_time}: cleaning already removed {missing}, "
+                "which the table would need again afterwards"
+            )
+    return instant
+
+
+def cleaned_predecessor(table: HudiTable, instant: Instant) -> str | None:
+    """A file a completed instant superseded that cleaning has deleted since (rolling the
+    instant back would then lose data), or None. Hudi does not check this; e.g. with
+    KEEP_LATEST_FILE_VERSIONS=1 the previous base file of a copy-on-write commit is gone."""
+    timeline, storage = table.timeline, table.storage
+    if timeline.was_action(instant.requested_time, Action.COMPACTION):
+        plan = timeline.plan(instant.requested_time)
+        for op in (plan.operations or []) if plan is not None else []:
+            partition = op.partition
+            names = ([op.base_file_name] if op.data_file_path else []) + list(op.log_file_names)
+            for name in names:
+                rel = posixpath.join(partition, name) if partition else name
+                if not storage.exists(rel):
+                    return rel
+        return None
+    metadata = timeline.commit_metadata(instant)
+    ext = "." + table.config.base_file_extension.lstrip(".")
+    listed: dict[str, list] = {}
+
+    def bases(partition: str) -> list:
+        if partition not in listed:
+            listed[partition] = [b for b in (parse_base_file(partition, f.name) for f in storage.list(partition)) if b]
+        return listed[partition]
+
+    for partition, stat in metadata.iter_stats():
+        prev = stat.previous_commit
+        if prev is None or not (stat.path or "").endswith(ext):
+            continue
+        if not any(b.file_id == stat.file_id and b.instant_time == prev for b in bases(partition)):
+            return f"the base file of {partition}/{stat.file_id} at {prev}"
+    for partition, ids in metadata.replaced_file_ids().items():
+        for file_id in ids:
+            if not any(b.file_id == file_id for b in bases(partition)):
+                return f"the replaced file group {partition}/{file_id}"
+    return None
 
 
 # -- reading rollbacks (pending and completed) -------------------------------------------------
@@ -349,26 +412,28 @@ class RollbackInfo:
     files: tuple[RollbackFile, ...]
 
 
-def _rollback_files_done(metadata: dict[str, Any]) -> list[RollbackFile]:
+def _rollback_files_done(metadata: RollbackMetadata) -> list[RollbackFile]:
     out = []
-    for partition, info in sorted((metadata.get("partitionMetadata") or {}).items()):
-        partition = info.get("partitionPath", partition)
-        out += [RollbackFile(partition, p, "deleted") for p in info.get("successDeleteFiles") or ()]
-        out += [RollbackFile(partition, p, "delete_failed") for p in info.get("failedDeleteFiles") or ()]
-        out += [RollbackFile(partition, p, "rollback_log", int(n)) for p, n in (info.get("rollbackLogFiles") or {}).items()]
+    for key, info in sorted(metadata.partition_metadata.items()):
+        partition = info.partition_path if info.partition_path is not None else key
+        out += [RollbackFile(partition, p, "deleted") for p in info.success_delete_files or ()]
+        out += [RollbackFile(partition, p, "delete_failed") for p in info.failed_delete_files or ()]
+        out += [RollbackFile(partition, p, "rollback_log", int(n)) for p, n in (info.rollback_log_files or {}).items()]
         out += [
             RollbackFile(partition, p, "failed_commit_log", int(n))
-            for p, n in (info.get("logFilesFromFailedCommit") or {}).items()
+            for p, n in (info.log_files_from_failed_commit or {}).items()
         ]
     return out
 
 
-def _rollback_files_planned(plan: dict[str, Any]) -> list[RollbackFile]:
+def _rollback_files_planned(plan: RollbackPlan) -> list[RollbackFile]:
     out = []
-    for request in plan.get("RollbackRequests") or ():
-        partition = request.get("partitionPath") or ""
-        out += [RollbackFile(partition, p, "to_delete") for p in request.get("filesToBeDeleted") or ()]
-        out += [RollbackFile(partition, p, "to_roll_back", int(n)) for p, n in (request.get("logBlocksToBeDeleted") or {}).items()]
+    for request in plan.requests:
+        partition = request.partition_path or ""
+        out += [RollbackFile(partition, p, "to_delete") for p in request.files_to_be_deleted or ()]
+        out += [
+            RollbackFile(partition, p, "to_roll_back", int(n)) for p, n in (request.log_blocks_to_be_deleted or {}).items()
+        ]
     return out
 
 
@@ -379,18 +444,20 @@ def rollback_infos(timeline: Timeline) -> list[RollbackInfo]:
         if not any(i.action == Action.ROLLBACK for i in group.by_state.values()):
             continue
         latest = group.latest
-        plan = timeline.avro_details(group.requested_time, State.REQUESTED) or {}
-        metadata = timeline.avro_details(group.requested_time, State.COMPLETED) if latest.is_completed else None
-        target = plan.get("instantToRollback") or {}
+        plan = timeline.plan(group.requested_time) or RollbackPlan()
+        metadata = timeline.payload(latest) if latest.is_completed else None
+        target = plan.instant_to_rollback
         if metadata is not None:
-            instants = tuple(metadata.get("commitsRollback") or ())
-            infos = metadata.get("instantsRollback") or []
-            action = infos[0].get("action") if infos else target.get("action")
+            instants = tuple(metadata.commits_rollback or ())
+            infos = metadata.instants_rollback
+            action = infos[0].action if infos else (target.action if target else None)
             files = _rollback_files_done(metadata)
-            partitions = tuple(sorted({p.get("partitionPath", k) for k, p in (metadata.get("partitionMetadata") or {}).items()}))
+            partitions = tuple(
+                sorted({p.partition_path if p.partition_path is not None else k for k, p in metadata.partition_metadata.items()})
+            )
         else:
-            instants = (target["commitTime"],) if target.get("commitTime") else ()
-            action = target.get("action")
+            instants = (target.commit_time,) if target is not None and target.commit_time else ()
+            action = target.action if target is not None else None
             files = _rollback_files_planned(plan)
             partitions = tuple(sorted({f.partition_path for f in files}))
         out.append(
@@ -400,8 +467,8 @@ def rollback_infos(timeline: Timeline) -> list[RollbackInfo]:
                 completion_time=latest.completion_time if latest.is_completed else None,
                 rolled_back_instants=instants,
                 rolled_back_action=action,
-                total_files_deleted=metadata.get("totalFilesDeleted") if metadata is not None else None,
-                time_taken_ms=metadata.get("timeTakenInMillis") if metadata is not None else None,
+                total_files_deleted=metadata.total_files_deleted if metadata is not None else None,
+                time_taken_ms=metadata.time_taken_in_millis if metadata is not None else None,
                 partitions=partitions,
                 files=tuple(files),
             )

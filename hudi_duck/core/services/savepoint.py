@@ -11,56 +11,57 @@ from __future__ import annotations
 import getpass
 import time
 from dataclasses import dataclass
-from typing import Any
 
-from ..avro import models as avro_models
 from ..errors import HudiError
 from ..table.table import HudiTable
 from ..timeline.instant import Action, Instant, State, new_instant_time
-from .rollback import (
-    execute_rollback_requests,
-    requests_from_listing,
-    requests_from_markers,
+from ..timeline.plans import InstantInfo, RestorePlan
+from ..timeline.service_metadata import (
+    RestoreMetadata,
+    RollbackMetadata,
+    SavepointMetadata,
+    SavepointPartitionMetadata,
 )
+from ..timeline.transaction import Transaction
+from .rollback import execute_rollback_requests, plan_rollback
 
 
-def create_savepoint(table: HudiTable, instant_time: str, user: str | None = None, comment: str = "") -> Instant:
+def create_savepoint(table: HudiTable, instant_time: str | None = None, user: str | None = None, comment: str = "") -> Instant:
+    """Savepoint a completed commit (default: the latest)."""
     timeline = table.timeline
+    if instant_time is None:
+        latest = timeline.latest_completed_write
+        if latest is None:
+            raise HudiError(f"{table.base_uri}: nothing to savepoint (no completed commit)")
+        instant_time = latest.requested_time
     target = next((i for i in timeline.completed_writes if i.requested_time == instant_time), None)
     if target is None:
         raise HudiError(f"{table.base_uri}: cannot savepoint {instant_time}: not a completed commit")
-    if instant_time in savepoints(table):
+    if instant_time in timeline.savepoints():
         raise HudiError(f"{table.base_uri}: {instant_time} is already savepointed")
-    cleaned = [c for c in timeline.completed([Action.CLEAN])]
-    for clean in cleaned:
-        meta = timeline.avro_details(clean.requested_time, State.COMPLETED) or {}
-        retained = meta.get("earliestCommitToRetain") or ""
+    for clean in timeline.completed([Action.CLEAN]):
+        metadata = timeline.payload(clean)
+        retained = metadata.earliest_commit_to_retain if metadata is not None else ""
         if retained and instant_time < retained:
             raise HudiError(
                 f"{table.base_uri}: cannot savepoint {instant_time}: cleaning already removed files older "
                 f"than {retained}"
             )
     view = table.file_system_view
-    partitions: dict[str, Any] = {}
+    partitions: dict[str, SavepointPartitionMetadata] = {}
     for s in view.latest_slices(as_of=instant_time, read_optimized=True):
-        info = partitions.setdefault(s.partition_path, {"partitionPath": s.partition_path, "savepointDataFile": []})
-        info["savepointDataFile"].append(s.base_file.file_name)
-    metadata = {
-        "savepointedBy": user or _user(),
-        "savepointedAt": int(time.time()),
-        "comments": comment,
-        "partitionMetadata": dict(sorted(partitions.items())),
-        "version": 1,
-    }
-    from ..timeline.instant import Instant as _Instant
-
+        info = partitions.setdefault(s.partition_path, SavepointPartitionMetadata(s.partition_path))
+        info.savepoint_data_file.append(s.base_file.file_name)
+    metadata = SavepointMetadata(
+        savepointed_by=user or _user(),
+        savepointed_at=int(time.time()),
+        comments=comment,
+        partition_metadata=dict(sorted(partitions.items())),
+        version=1,
+    )
     # a savepoint reuses the commit's time: <t>.savepoint.inflight then <t>.savepoint
-    inflight = _Instant(instant_time, Action.SAVEPOINT, State.INFLIGHT)
-    storage = table.storage
-    storage.write(timeline.file_of(inflight), b"")
-    completed = _Instant(instant_time, Action.SAVEPOINT, State.COMPLETED)
-    storage.write_atomic(timeline.file_of(completed), avro_models.write_container("HoodieSavepointMetadata", metadata))
-    return completed
+    with Transaction.start(timeline, Action.SAVEPOINT, instant_time=instant_time) as txn:
+        return txn.commit(metadata)
 
 
 def _user() -> str:
@@ -71,36 +72,24 @@ def _user() -> str:
 
 
 def savepoints(table: HudiTable) -> list[str]:
-    """Times of the completed savepoints, from a listing of the timeline folder.
-
-    A savepoint shares its time with the savepointed commit (``<t>.commit`` and
-    ``<t>.savepoint``), so it is looked up by file name, not through the timeline's
-    per-time instant groups."""
-    storage = table.storage
-    out = []
-    for info in storage.list(table.config.timeline_path):
-        if info.name.endswith(".savepoint") and not info.name.startswith("."):
-            out.append(info.name.split(".", 1)[0])
-    return sorted(out)
+    """Times of the completed savepoints."""
+    return table.timeline.savepoints()
 
 
-def savepoint_metadata(table: HudiTable, instant_time: str) -> dict[str, Any]:
+def savepoint_metadata(table: HudiTable, instant_time: str) -> SavepointMetadata | None:
     """The ``HoodieSavepointMetadata`` of a completed savepoint."""
-    path = f"{table.config.timeline_path}/{instant_time}.{Action.SAVEPOINT}"
-    return avro_models.read_container(table.storage.read(path), "HoodieSavepointMetadata", table.storage.uri(path)) or {}
+    return table.timeline.savepoint_metadata(instant_time)
 
 
 def delete_savepoint(table: HudiTable, instant_time: str) -> None:
-    storage, folder = table.storage, table.config.timeline_path
-    for state in (State.COMPLETED, State.INFLIGHT):
-        storage.delete(f"{folder}/{Instant(instant_time, Action.SAVEPOINT, state).file_name(table.config.timeline_layout_version)}")
+    table.timeline.delete_savepoint(instant_time)
 
 
-def restore_to_savepoint(table: HudiTable, savepoint_time: str) -> dict[str, Any]:
+def restore_to_savepoint(table: HudiTable, savepoint_time: str) -> RestoreMetadata:
     """Undo every instant after a savepoint (newest first) as one restore instant."""
-    if savepoint_time not in savepoints(table):
-        raise HudiError(f"{table.base_uri}: no savepoint at {savepoint_time} (savepoints: {savepoints(table)})")
     storage, config, timeline = table.storage, table.config, table.timeline
+    if savepoint_time not in timeline.savepoints():
+        raise HudiError(f"{table.base_uri}: no savepoint at {savepoint_time} (savepoints: {timeline.savepoints()})")
     started = time.perf_counter()
     later = [
         g.latest
@@ -111,33 +100,32 @@ def restore_to_savepoint(table: HudiTable, savepoint_time: str) -> dict[str, Any
     later.sort(key=lambda i: i.requested_time, reverse=True)
     restore_time = new_instant_time(config.timeline_timezone_utc, after=timeline.last_instant_time)
 
-    def info(instant: Instant) -> dict[str, str]:
+    def info(instant: Instant) -> InstantInfo:
         group = timeline.group(instant.requested_time)
         action = instant.action if instant.is_completed or group is None else group.pending_action
-        return {"commitTime": instant.requested_time, "action": action}
+        return InstantInfo(instant.requested_time, action)
 
-    plan = {"instantsToRollback": [info(i) for i in later], "version": 1}
-    requested = timeline.create_requested(restore_time, Action.RESTORE, avro_models.write_container("HoodieRestorePlan", plan))
-    inflight = timeline.transition_to_inflight(requested, b"")
-    per_instant: dict[str, list[dict[str, Any]]] = {}
-    for instant in later:
-        requests = requests_from_markers(storage, config, instant.requested_time)
-        if requests is None:
-            requests = requests_from_listing(storage, config, timeline, instant)
-        target = info(instant)
-        metadata = execute_rollback_requests(
-            storage, timeline, target, [r.to_avro(storage) for r in requests], restore_time, revert_pending_plan=False
+    infos = [info(i) for i in later]
+    plan = RestorePlan(instants_to_rollback=infos, version=1)
+    with Transaction.start(timeline, Action.RESTORE, plan, instant_time=restore_time) as txn:
+        txn.begin()
+        per_instant: dict[str, list[RollbackMetadata]] = {}
+        for instant, target in zip(later, infos):
+            rollback_plan = plan_rollback(storage, config, timeline, instant)
+            per_instant[instant.requested_time] = [
+                execute_rollback_requests(
+                    storage, timeline, target, rollback_plan.requests, restore_time, revert_pending_plan=False
+                )
+            ]
+        metadata = RestoreMetadata(
+            start_restore_time=restore_time,
+            time_taken_in_millis=int((time.perf_counter() - started) * 1000),
+            instants_to_rollback=[i.requested_time for i in later],
+            hoodie_restore_metadata=per_instant,
+            version=1,
+            restore_instant_info=[InstantInfo(i.commit_time, i.action) for i in infos],
         )
-        per_instant[instant.requested_time] = [metadata]
-    metadata = {
-        "startRestoreTime": restore_time,
-        "timeTakenInMillis": int((time.perf_counter() - started) * 1000),
-        "instantsToRollback": [i.requested_time for i in later],
-        "hoodieRestoreMetadata": per_instant,
-        "version": 1,
-        "restoreInstantInfo": [info(i) for i in later],
-    }
-    timeline.complete(inflight, avro_models.write_container("HoodieRestoreMetadata", metadata))
+        txn.commit(metadata)
     return metadata
 
 
@@ -167,24 +155,16 @@ def savepoint_infos(timeline) -> list[SavepointInfo]:
             latest[instant.requested_time] = instant
     out = []
     for time_, instant in sorted(latest.items()):
-        meta: dict[str, Any] = {}
-        data = timeline.read_details(instant) if instant.is_completed else b""
-        if data:
-            source = timeline.storage.uri(timeline.file_of(instant))
-            meta = avro_models.read_container(data, "HoodieSavepointMetadata", source) or {}
-        files = {
-            info.get("partitionPath", partition): tuple(info.get("savepointDataFile") or ())
-            for partition, info in sorted((meta.get("partitionMetadata") or {}).items())
-        }
+        meta = timeline.payload(instant) if instant.is_completed else None
         out.append(
             SavepointInfo(
                 instant_time=time_,
                 state=instant.state,
                 completion_time=instant.completion_time,
-                savepointed_by=meta.get("savepointedBy"),
-                savepointed_at=meta.get("savepointedAt"),
-                comments=meta.get("comments"),
-                files=files,
+                savepointed_by=meta.savepointed_by if meta else None,
+                savepointed_at=meta.savepointed_at if meta else None,
+                comments=meta.comments if meta else None,
+                files=meta.files() if meta else {},
             )
         )
     return out

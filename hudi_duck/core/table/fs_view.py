@@ -112,11 +112,7 @@ class FileSystemView:
     @cached_property
     def _compaction_times(self) -> frozenset[str]:
         """Requested times of compactions (pending or done): slice boundaries."""
-        return frozenset(
-            g.requested_time
-            for g in self.timeline.instant_groups()
-            if any(i.action == Action.COMPACTION for i in g.by_state.values())
-        )
+        return self.timeline.compaction_times()
 
     # -- file groups -----------------------------------------------------------------
     def file_groups(self, partitions: Iterable[str] | None = None) -> list[FileGroup]:

@@ -77,7 +77,7 @@ class HudiTable:
         if latest is None:
             return None
         for stat in self.timeline.commit_metadata(latest).write_stats():
-            path = stat.get("path") or ""
+            path = stat.path or ""
             if path.endswith(".parquet"):
                 with self.storage.open(path) as handle:
                     return pq.read_schema(handle)

@@ -1,1 +1,2 @@
-"""The timeline: instants and their file names, the active and archived timelines, commit metadata."""
+"""The timeline: instants and their file names, the active and archived timelines, and the typed
+records of timeline files (commit metadata, plans, service metadata) with their one codec."""

@@ -7,19 +7,21 @@ ignored by readers until a rollback removes their files.
 
 from __future__ import annotations
 
-import io
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterable
-
-import fastavro
+from typing import Any, Generic, Iterable, TypeVar
 
 from ..config.table_config import TableConfig
-from ..errors import CorruptFileError, TimelineError
+from ..errors import TimelineError
 from ..storage.storage import Storage
-from .commit_metadata import AVRO_MAGIC, CommitMetadata
+from . import codec
+from .commit_metadata import CommitMetadata
 from .instant import Action, Instant, State
+from .plans import ClusteringPlan, CompactionPlan, RequestedReplaceMetadata, plan_class_of
+from .record import TimelinePayload
+from .service_metadata import SavepointMetadata, metadata_class_of
+
+P = TypeVar("P")
 
 _PENDING_ACTION_FAMILY = {
     # layout 1 keeps the pending action's requested/inflight files next to the
@@ -50,20 +52,28 @@ class InstantFiles:
         return self.latest.action
 
 
-def read_avro_instant(data: bytes, source: str) -> dict[str, Any] | None:
-    """Decode an Avro container timeline file (plans, clean/rollback metadata)."""
-    if not data:
-        return None
-    if not data.startswith(AVRO_MAGIC):
-        try:
-            return json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise CorruptFileError(f"{source}: neither Avro nor JSON ({exc})") from exc
-    try:
-        records = list(fastavro.reader(io.BytesIO(data)))
-    except Exception as exc:
-        raise CorruptFileError(f"{source}: cannot decode Avro timeline file ({exc})") from exc
-    return records[0] if records else None
+@dataclass(frozen=True)
+class PlannedInstant(Generic[P]):
+    """A compaction or clustering instant with its plan and where it stands."""
+
+    requested_time: str
+    #: the requested action: compaction / logcompaction, clustering (layout 2) or
+    #: replacecommit (layout 1 clustering)
+    action: str
+    latest: Instant
+    plan: P
+
+    @property
+    def state(self) -> State:
+        return self.latest.state
+
+    @property
+    def completion_time(self) -> str | None:
+        return self.latest.completion_time if self.latest.is_completed else None
+
+    @property
+    def is_pending(self) -> bool:
+        return not self.latest.is_completed
 
 
 class Timeline:
@@ -75,7 +85,7 @@ class Timeline:
         self.layout_version = config.timeline_layout_version
         self.timeline_dir = config.timeline_path
         self._groups = dict(sorted(groups.items()))
-        self._metadata_cache: dict[str, CommitMetadata] = {}
+        self._payload_cache: dict[tuple[str, str, State], Any] = {}
         #: savepoint files (they share the time of the commit they pin, so live apart)
         self.savepoint_instants: list[Instant] = []
 
@@ -172,19 +182,75 @@ class Timeline:
     def pending_log_compaction_times(self) -> list[str]:
         return [i.requested_time for i in self.pending([Action.LOG_COMPACTION])]
 
+    def compaction_times(self) -> frozenset[str]:
+        """Requested times of compactions, pending or done: where file slices begin."""
+        return frozenset(
+            g.requested_time for g in self._groups.values() if any(i.action == Action.COMPACTION for i in g.by_state.values())
+        )
+
+    # -- plans: the one reader of compaction and clustering plans ------------------------------
+    def compaction_plans(
+        self, pending_only: bool = True, log_compaction: bool = True
+    ) -> list[PlannedInstant[CompactionPlan]]:
+        """Compactions (and log compactions) with their plans, oldest first: the pending ones,
+        or every one whose plan is still on the active timeline."""
+        actions = (Action.COMPACTION, Action.LOG_COMPACTION) if log_compaction else (Action.COMPACTION,)
+        out = []
+        for group in self._groups.values():
+            requested = group.by_state.get(State.REQUESTED)
+            if requested is None or requested.action not in actions:
+                continue
+            if pending_only and group.latest.is_completed:
+                continue
+            plan = self.payload(requested) or CompactionPlan()
+            out.append(PlannedInstant(group.requested_time, requested.action, group.latest, plan))
+        return out
+
+    def clustering_plans(self, pending_only: bool = True) -> list[PlannedInstant[ClusteringPlan]]:
+        """Clusterings with their plans, oldest first.
+
+        Layout 2 names clustering ``clustering`` until it completes; layout 1 writes a
+        pending ``replacecommit`` whose requested file holds ``operationType=CLUSTER``
+        (insert overwrite writes other or no content there).
+        """
+        out = []
+        for group in self._groups.values():
+            requested = group.by_state.get(State.REQUESTED)
+            if requested is None or requested.action not in (Action.CLUSTERING, Action.REPLACE_COMMIT):
+                continue
+            if pending_only and group.latest.is_completed:
+                continue
+            content = self.payload(requested)
+            if not isinstance(content, RequestedReplaceMetadata) or not content.is_clustering:
+                continue
+            out.append(PlannedInstant(group.requested_time, requested.action, group.latest, content.clustering_plan))
+        return out
+
     def pending_clustering(self) -> list[Instant]:
         """Pending clustering instants (layout 2 ``clustering``; layout 1 pending
         ``replacecommit`` whose requested file holds a clustering plan)."""
-        out = []
-        for instant in self.pending([Action.CLUSTERING, Action.REPLACE_COMMIT]):
-            if instant.action == Action.CLUSTERING:
-                out.append(instant)
-                continue
-            requested = self.read_details(self._groups[instant.requested_time].by_state.get(State.REQUESTED, instant))
-            plan = read_avro_instant(requested, instant.requested_time) if requested else None
-            if plan and plan.get("operationType") == "CLUSTER":
-                out.append(instant)
-        return out
+        return [p.latest for p in self.clustering_plans()]
+
+    # -- savepoints: the one listing of savepoints --------------------------------------------
+    def savepoints(self) -> list[str]:
+        """Times of the completed savepoints (a savepoint shares its commit's time)."""
+        return sorted({i.requested_time for i in self.savepoint_instants if i.is_completed})
+
+    def savepoint_metadata(self, requested_time: str) -> SavepointMetadata | None:
+        """The metadata of a completed savepoint (``None`` when there is none)."""
+        instant = self.savepoint_state_file(requested_time, State.COMPLETED)
+        return self.payload(instant) if instant is not None else None
+
+    def savepoint_state_file(self, requested_time: str, state: State) -> Instant | None:
+        return next(
+            (i for i in self.savepoint_instants if i.requested_time == requested_time and i.state is state), None
+        )
+
+    def next_instant_time(self) -> str:
+        """A fresh instant time after every instant of this timeline."""
+        from .instant import new_instant_time
+
+        return new_instant_time(self.config.timeline_timezone_utc, after=self.last_instant_time)
 
     @property
     def last_instant_time(self) -> str | None:
@@ -212,20 +278,34 @@ class Timeline:
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         """Commit metadata of a completed write instant (cached)."""
-        key = instant.requested_time
-        cached = self._metadata_cache.get(key)
-        if cached is None:
-            path = self.storage.uri(self.file_of(instant))
-            cached = CommitMetadata.from_bytes(self.read_details(instant), path)
-            self._metadata_cache[key] = cached
-        return cached
+        payload = self.payload(instant)
+        return payload if isinstance(payload, CommitMetadata) else CommitMetadata()
+
+    def payload(self, instant: Instant) -> Any:
+        """The typed record of one state file (cached): the plan of a requested instant,
+        the workload profile of an inflight write, the metadata of a completed instant;
+        ``None`` for an empty file or a state that carries nothing."""
+        key = (instant.requested_time, instant.action, instant.state)
+        if key in self._payload_cache:
+            return self._payload_cache[key]
+        cls = payload_class(instant)
+        value = None
+        if cls is not None:
+            value = cls.from_bytes(self.read_details(instant), self.storage.uri(self.file_of(instant)))
+        self._payload_cache[key] = value
+        return value
+
+    def plan(self, requested_time: str) -> Any:
+        """The plan of ``<t>.<action>.requested`` (``None`` if absent or empty)."""
+        requested = self.state_file(requested_time, State.REQUESTED)
+        return self.payload(requested) if requested is not None else None
 
     def avro_details(self, requested_time: str, state: State) -> dict[str, Any] | None:
-        """Decoded Avro payload of one state file (plans, clean/rollback metadata)."""
+        """The record of one state file as a plain dict, as Hudi wrote it."""
         instant = self.state_file(requested_time, state)
         if instant is None:
             return None
-        return read_avro_instant(self.read_details(instant), self.storage.uri(self.file_of(instant)))
+        return codec.decode_record(self.read_details(instant), self.storage.uri(self.file_of(instant)))
 
     # -- the archived timeline ------------------------------------------------------------
     @cached_property
@@ -276,16 +356,30 @@ class Timeline:
         path = self.file_of(instant)
         if not self.storage.write_if_absent(path, content):
             raise TimelineError(f"timeline file already exists: {self.storage.uri(path)}")
-        group = self._groups.setdefault(instant.requested_time, InstantFiles(instant.requested_time))
-        group.by_state[instant.state] = instant
-        self._invalidate()
+        self._record(instant)
         return instant
+
+    def _record(self, instant: Instant) -> None:
+        """Note a state file just written (savepoints live apart: they share a commit's time)."""
+        if instant.action == Action.SAVEPOINT:
+            others = [i for i in self.savepoint_instants if (i.requested_time, i.state) != (instant.requested_time, instant.state)]
+            self.savepoint_instants = sorted(others + [instant], key=lambda i: (i.requested_time, i.state.rank))
+        else:
+            group = self._groups.setdefault(instant.requested_time, InstantFiles(instant.requested_time))
+            group.by_state[instant.state] = instant
+        self._invalidate()
 
     def create_requested(self, requested_time: str, action: str, content: bytes = b"") -> Instant:
         """Start an instant: ``<t>.<action>.requested``."""
         if requested_time in self._groups:
             raise TimelineError(f"instant {requested_time} already exists on {self.storage.uri(self.timeline_dir)}")
         return self._write_state(Instant(requested_time, action, State.REQUESTED), content)
+
+    def create_inflight(self, requested_time: str, action: str, content: bytes = b"") -> Instant:
+        """Start an instant without a requested state (a savepoint: ``<t>.savepoint.inflight``)."""
+        if action != Action.SAVEPOINT and requested_time in self._groups:
+            raise TimelineError(f"instant {requested_time} already exists on {self.storage.uri(self.timeline_dir)}")
+        return self._write_state(Instant(requested_time, action, State.INFLIGHT), content)
 
     def transition_to_inflight(self, requested: Instant, content: bytes = b"") -> Instant:
         return self._write_state(Instant(requested.requested_time, requested.action, State.INFLIGHT), content)
@@ -306,10 +400,16 @@ class Timeline:
         if self.storage.exists(path):
             raise TimelineError(f"timeline file already exists: {self.storage.uri(path)}")
         self.storage.write_atomic(path, content)
-        group = self._groups.setdefault(completed.requested_time, InstantFiles(completed.requested_time))
-        group.by_state[State.COMPLETED] = completed
-        self._invalidate()
+        self._record(completed)
         return completed
+
+    def delete_savepoint(self, requested_time: str) -> None:
+        """Remove a savepoint's files (completed first)."""
+        for instant in sorted(self.savepoint_instants, key=lambda i: -i.state.rank):
+            if instant.requested_time == requested_time:
+                self.storage.delete(self.file_of(instant))
+        self.savepoint_instants = [i for i in self.savepoint_instants if i.requested_time != requested_time]
+        self._invalidate()
 
     def delete_instant(self, requested_time: str, states: Iterable[State] | None = None) -> None:
         """Remove an instant's files (rollback of a failed write removes them all)."""
@@ -330,7 +430,7 @@ class Timeline:
     def _invalidate(self) -> None:
         for name in ("instants", "completed_writes", "completed_write_times", "archived_instants"):
             self.__dict__.pop(name, None)
-        self._metadata_cache.clear()
+        self._payload_cache.clear()
 
     def reload(self) -> "Timeline":
         return Timeline.load(self.storage, self.config)
@@ -342,3 +442,19 @@ class Timeline:
         shown = ", ".join(str(i) for i in self.instants[-5:])
         more = f"{len(self)} instants" + (f", last: {shown}" if shown else "")
         return f"Timeline({self.storage.uri()}, layout {self.layout_version}, {more})"
+
+
+def payload_class(instant: Instant) -> type[TimelinePayload] | None:
+    """The record type a state file holds (``None``: the state carries nothing typed)."""
+    action = instant.action
+    if instant.is_requested:
+        if action in Action.WRITE_ACTIONS and action != Action.REPLACE_COMMIT:
+            return None  # requested commits and delta commits are empty
+        return plan_class_of(action)
+    if instant.is_inflight:
+        if action in Action.WRITE_ACTIONS:
+            return CommitMetadata  # the workload profile (replace commits: empty for clustering)
+        return plan_class_of(action) if action == Action.CLEAN else None
+    if action in Action.WRITE_ACTIONS:
+        return CommitMetadata
+    return metadata_class_of(action)

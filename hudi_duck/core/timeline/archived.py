@@ -33,7 +33,9 @@ from ..errors import CorruptFileError, UnsupportedFeatureError
 from ..file_group.log_blocks import avro_block_records
 from ..file_group.log_format import BlockType, HeaderKey, encode_block, read_log_file
 from ..storage.storage import FileInfo, Storage
-from .commit_metadata import CommitMetadata, jackson_pretty
+from . import codec
+from .codec import jackson_pretty
+from .commit_metadata import CommitMetadata, WriteStat
 from .instant import Action, Instant, State, format_instant_time
 
 #: ``HoodieArchivedTimeline.HOODIE_COMMIT_ARCHIVE_LOG_FILE_PREFIX`` + log-file naming.
@@ -104,7 +106,7 @@ class ArchivedInstant:
         """Commit metadata of a commit / deltacommit / replacecommit (``None`` otherwise)."""
         if self.action not in Action.WRITE_ACTIONS or self.metadata is None:
             return None
-        return CommitMetadata.from_dict(self.metadata)
+        return CommitMetadata.from_record(self.metadata)
 
 
 def completed_instants(instants: Iterable[ArchivedInstant]) -> list[ArchivedInstant]:
@@ -250,47 +252,40 @@ def commit_metadata_to_avro(raw: dict[str, Any] | CommitMetadata, replace: bool 
     a compacted commit gets ``operationType=COMPACT`` and ``extraMetadata`` gets
     ``ROLLING_STAT=""``. ``replace`` follows ``ReplaceArchivalHelper`` (no COMPACT rule).
     """
-    if isinstance(raw, CommitMetadata):
-        raw = raw.to_dict()
-    stats = raw.get("partitionToWriteStats") or {}
+    metadata = raw if isinstance(raw, CommitMetadata) else CommitMetadata.from_record(raw)
     avro_stats = {
-        partition: [{name: stat.get(name) for name in AVRO_WRITE_STAT_FIELDS} for stat in (items or [])]
-        for partition, items in stats.items()
+        partition: [_avro_stat(stat) for stat in (items or [])]
+        for partition, items in (metadata.partition_to_write_stats or {}).items()
         if partition is not None
     }
-    extra = {k: ("" if v is None else str(v)) for k, v in (raw.get("extraMetadata") or {}).items()}
+    extra = {k: ("" if v is None else str(v)) for k, v in metadata.extra_metadata_items().items()}
     extra[ROLLING_STAT_KEY] = ""
-    operation = raw.get("operationType") or "UNKNOWN"
     out: dict[str, Any] = {
         "partitionToWriteStats": avro_stats,
         "extraMetadata": extra,
         "version": None,
-        "operationType": operation,
+        "operationType": metadata.operation_type or "UNKNOWN",
     }
     if replace:
-        replaced = raw.get("partitionToReplaceFileIds") or {}
-        out["partitionToReplaceFileIds"] = {k: list(v or []) for k, v in replaced.items() if k is not None}
-    elif raw.get("compacted"):
+        out["partitionToReplaceFileIds"] = {k: v for k, v in metadata.replaced_file_ids().items() if k is not None}
+    elif metadata.compacted:
         out["operationType"] = "COMPACT"
     return out
 
 
+def _avro_stat(stat: WriteStat) -> dict[str, Any]:
+    """A write stat as 0.14's Avro ``HoodieWriteStat`` (17 fields; the others are dropped)."""
+    record = stat.to_record()
+    return {name: record.get(name) for name in AVRO_WRITE_STAT_FIELDS}
+
+
 def _json_metadata(content: bytes, source: str) -> dict[str, Any]:
     """A v6 commit-type timeline file as a dict (empty file: Hudi's empty metadata)."""
-    if not content.strip():
-        return {}
-    if content.startswith(avro_models.AVRO_MAGIC):
-        return avro_models.read_container(content, source=source) or {}
-    try:
-        return json.loads(content.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorruptFileError(f"{source}: not valid JSON commit metadata ({exc})") from exc
+    return codec.decode_record(content, source) or {}
 
 
 def _avro_payload(content: bytes, model: str, source: str) -> dict[str, Any] | None:
-    if not content:
-        return None
-    return avro_models.read_container(content, model, source)
+    return codec.decode_record(content, source, resolve_to=model)
 
 
 _ACTION_TYPES = {
@@ -464,15 +459,7 @@ def write_archive_file(
 
 def _decode_payload(data: bytes | None, source: str) -> dict[str, Any] | None:
     """Metadata/plan bytes of an LSM row: an Avro container (1.x) or JSON (legacy)."""
-    if not data:
-        return None
-    if data.startswith(avro_models.AVRO_MAGIC):
-        return avro_models.read_container(data, source=source)
-    try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorruptFileError(f"{source}: LSM timeline payload is neither Avro nor JSON ({exc})") from exc
-    return value if isinstance(value, dict) else None
+    return codec.decode_record(data or b"", source)
 
 
 class LSMTimeline:

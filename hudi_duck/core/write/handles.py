@@ -9,12 +9,13 @@ Named after Hudi's handles, and run wherever the data is (Spark executors):
 * **append**: merge-on-read update of one file group: incoming records as a
   log data block and deletes as a delete block, in a new log file.
 
-Each handle writes its marker first and returns Hudi write stats (dicts).
+Each handle writes its marker first and returns Hudi write stats (``WriteStat``).
 Record merging follows ``merge.py`` (the same rules readers apply).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import time
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..config.write_settings import FileSettings
 from ..errors import WriteError
 from ..file_group import base_file as base_files
 from ..file_group.log_blocks import (
@@ -65,7 +67,7 @@ from ..schema.meta_fields import (
     without_meta_fields,
 )
 from ..storage.storage import Storage
-from ..timeline.commit_metadata import new_write_stat
+from ..timeline.commit_metadata import RuntimeStats, WriteStat
 from .markers import IOType, create_marker
 
 #: Columns the writer adds to incoming records: deletes (soft or hard) and hard
@@ -86,18 +88,41 @@ class WriteContext:
     is_mor: bool
     storage_options: dict[str, Any] = field(default_factory=dict)
     populate_meta_fields: bool = True
-    compression: str = "gzip"
-    max_file_size: int = 125829120
-    block_size: int = 125829120
-    page_size: int = 1048576
-    bloom_type: str = "DYNAMIC_V0"
-    bloom_num_entries: int = 60000
-    bloom_fpp: float = 0.000000001
-    bloom_max_entries: int = 100000
-    log_block_format: str = "avro"
+    #: how base files and log files are written (the same for writes, compaction, clustering)
+    files: FileSettings = field(default_factory=FileSettings)
     #: ``hoodie.properties`` of a table that keeps no ``_hoodie_record_key``
     #: (hoodie.populate.meta.fields=false): its key generator derives stored rows' keys
     virtual_key_table: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def for_table(cls, table: Any, instant_time: str, files: FileSettings) -> "WriteContext":
+        """The context of a table service rewriting ``table``'s files (a ``HudiTable``):
+        the table's schema, merge rule and meta-field choice, with ``files``."""
+        schema = table.avro_schema
+        if not schema:
+            raise WriteError(f"{table.base_uri}: the table has no schema yet (no commits)")
+        merge = table.merge_config
+        return cls(
+            base_uri=table.base_uri,
+            instant_time=instant_time,
+            avro_schema=schema,
+            merge_mode=merge.mode if isinstance(merge.mode, MergeMode) else MergeMode(merge.mode),
+            ordering_field=merge.ordering_field,
+            is_mor=table.config.is_mor,
+            storage_options=dict(table.storage.storage_options),
+            populate_meta_fields=table.config.populate_meta_fields,
+            files=files,
+            virtual_key_table={} if table.config.populate_meta_fields else dict(table.config.props),
+        )
+
+    @property
+    def max_file_size(self) -> int:
+        return self.files.parquet.max_file_size
+
+    def with_max_file_size(self, size: int) -> "WriteContext":
+        """This context writing base files of up to ``size`` bytes (clustering's target size)."""
+        parquet = dataclasses.replace(self.files.parquet, max_file_size=size)
+        return dataclasses.replace(self, files=dataclasses.replace(self.files, parquet=parquet))
 
     @cached_property
     def virtual_key_generator(self):
@@ -135,12 +160,13 @@ class WriteContext:
         partition_path: str,
         record_keys: pa.Array,
         task: "TaskInfo",
-        max_file_size: int,
+        max_file_size: int | None = None,
         commit_time: str | None = None,
         preserve_meta: Any = False,
         overwrite: bool = False,
     ) -> base_files.BaseFileWriteResult:
-        """Write one base file with this write's parquet, bloom and meta-field settings."""
+        """Write one base file with this write's parquet settings and meta-field choice
+        (``max_file_size``: this file's limit when not the settings')."""
         return base_files.write_base_file(
             self.storage,
             rel,
@@ -152,14 +178,8 @@ class WriteContext:
             record_keys=record_keys,
             seqno_start=0,  # every file counts its records from 0, as Hudi's handles do
             task_partition_id=task.partition_id,
-            bloom_type=self.bloom_type,
-            bloom_num_entries=self.bloom_num_entries,
-            bloom_fpp=self.bloom_fpp,
-            bloom_max_entries=self.bloom_max_entries,
-            compression=self.compression,
+            settings=self.files.parquet,
             max_file_size=max_file_size,
-            block_size=self.block_size,
-            page_size=self.page_size,
             populate_meta_fields=self.populate_meta_fields,
             preserve_meta=preserve_meta,
             overwrite=overwrite,
@@ -201,9 +221,10 @@ def ensure_partition_metadata(ctx: WriteContext, partition_path: str, task: Task
         storage.delete(temp)
 
 
-def _runtime(start: float, key: str) -> dict[str, int]:
-    stats = {"totalScanTime": 0, "totalUpsertTime": 0, "totalCreateTime": 0}
-    stats[key] = int((time.perf_counter() - start) * 1000)
+def _runtime(start: float, key: str) -> RuntimeStats:
+    """Hudi's runtime stats with the time spent in ``key`` (``total_create_time`` / ``total_upsert_time``)."""
+    stats = RuntimeStats()
+    setattr(stats, key, int((time.perf_counter() - start) * 1000))
     return stats
 
 
@@ -281,7 +302,7 @@ def create_files(
     file_id: str | None = None,
     operation_io: IOType = IOType.CREATE,
     preserve_meta: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[WriteStat]:
     """Write inserts into new file groups; one write stat per file.
 
     ``preserve_meta`` keeps the records' commit time and sequence number
@@ -308,11 +329,11 @@ def create_files(
             record_keys=record_keys_of(ctx, remaining),
             task=task,
             # a given file id is a bucket (bucket index): one file group, no rollover
-            max_file_size=0 if file_id else ctx.max_file_size,
+            max_file_size=0 if file_id else None,
             preserve_meta=preserve_meta,
         )
         stat = result.to_write_stat(prev_commit="null", num_inserts=result.num_writes)
-        stat["runtimeStats"] = _runtime(start, "totalCreateTime")
+        stat.runtime_stats = _runtime(start, "total_create_time")
         stats.append(stat)
         if result.rows_consumed <= 0:
             raise WriteError(f"cannot write a single record within hoodie.parquet.max.file.size={ctx.max_file_size}")
@@ -337,7 +358,7 @@ def merge_file(
     base_instant: str,
     incoming: pa.Table,
     task: TaskInfo,
-) -> list[dict[str, Any]]:
+) -> list[WriteStat]:
     """Rewrite a file group's base file with incoming updates, deletes and inserts."""
     start = time.perf_counter()
     ensure_partition_metadata(ctx, partition_path, task)
@@ -386,7 +407,7 @@ def merge_file(
         num_update_writes=updates,
         num_deletes=max(deletes, 0),
     )
-    stat["runtimeStats"] = _runtime(start, "totalUpsertTime")
+    stat.runtime_stats = _runtime(start, "total_upsert_time")
     return [stat]
 
 
@@ -449,7 +470,7 @@ def append_log(
     base_file: str | None,
     incoming: pa.Table,
     task: TaskInfo,
-) -> list[dict[str, Any]]:
+) -> list[WriteStat]:
     """Append incoming updates (data block) and deletes (delete block) as a new log file."""
     start = time.perf_counter()
     ensure_partition_metadata(ctx, partition_path, task)
@@ -474,8 +495,8 @@ def append_log(
                 [pa.nulls(n, pa.string()) for _ in META_FIELDS] + list(records.columns),
                 names=list(META_FIELDS) + records.column_names,
             )
-        if ctx.log_block_format == "parquet":
-            content = encode_parquet_records(records, ctx.log_schema_json, ctx.compression)
+        if ctx.files.log.block_format == "parquet":
+            content = encode_parquet_records(records, ctx.log_schema_json, ctx.files.parquet.compression)
             blocks.append(encode_block(BlockType.PARQUET_DATA_BLOCK, dict(header), content))
         else:
             content = encode_avro_records(_avro_rows(records), ctx.log_schema_json)
@@ -498,22 +519,22 @@ def append_log(
         and lf.file_id == file_id
         and lf.instant_time == base_instant
     )
-    stat = new_write_stat(
-        fileId=file_id,
+    stat = WriteStat.for_log(
+        file_id=file_id,
         path=rel,
-        prevCommit=base_instant,
-        numWrites=len(data_rows) + len(deletes),
-        numDeletes=len(deletes),
-        numUpdateWrites=len(data_rows),
-        numInserts=0,
-        totalWriteBytes=len(payload),
-        partitionPath=partition_path,
-        fileSizeInBytes=len(payload),
-        runtimeStats=_runtime(start, "totalUpsertTime"),
-        logVersion=version,
-        logOffset=0,
-        baseFile=base_file or "",
-        logFiles=log_files,
+        prev_commit=base_instant,
+        num_writes=len(data_rows) + len(deletes),
+        num_deletes=len(deletes),
+        num_update_writes=len(data_rows),
+        num_inserts=0,
+        total_write_bytes=len(payload),
+        partition_path=partition_path,
+        file_size_in_bytes=len(payload),
+        runtime_stats=_runtime(start, "total_upsert_time"),
+        log_version=version,
+        log_offset=0,
+        base_file=base_file or "",
+        log_files=log_files,
     )
     return [stat]
 

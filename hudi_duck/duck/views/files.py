@@ -91,7 +91,7 @@ class _RecordCounts:
         for instant in table.timeline.completed_writes:
             if as_of is not None and instant.requested_time > as_of:
                 continue
-            for stat in table.timeline.commit_metadata(instant).stats():
+            for stat in table.timeline.commit_metadata(instant).write_stats():
                 if stat.path:
                     self.stats[stat.path].append(stat)
                     self.written_by[stat.path] = instant.requested_time
@@ -113,7 +113,7 @@ class _RecordCounts:
         base = s.base_file
         found = self.stats.get(base.path)
         if found:
-            return found[-1].num_writes
+            return found[-1].num_writes or 0
         with self.table.storage.open(base.path) as handle:
             return pq.ParquetFile(handle).metadata.num_rows
 
@@ -121,7 +121,7 @@ class _RecordCounts:
         """(records, deletes) the committed blocks of a slice's logs carry."""
         if all(log.path in self.stats for log in s.log_files):
             stats = [stat for log in s.log_files for stat in self.stats[log.path]]
-            return sum(x.num_writes for x in stats), sum(x.num_deletes for x in stats)
+            return sum(x.num_writes or 0 for x in stats), sum(x.num_deletes or 0 for x in stats)
         view = self.table.file_system_view
         as_of = self.as_of
 

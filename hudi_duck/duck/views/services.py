@@ -9,8 +9,6 @@ import posixpath
 from typing import Any, Iterator
 
 from ...core.services.clean import clean_infos
-from ...core.services.clustering import clustering_plans
-from ...core.services.compaction import compaction_plans
 from ...core.services.rollback import rollback_infos
 from ...core.services.savepoint import savepoint_infos
 from ...core.table.table import HudiTable
@@ -46,20 +44,20 @@ COMPACTIONS_SCHEMA = schema(
 
 
 def compaction_rows(table: HudiTable, args: ViewArgs) -> Iterator[dict[str, Any]]:
-    for plan in compaction_plans(table.timeline):
-        for op in plan.operations:
+    for entry in table.timeline.compaction_plans(pending_only=False):
+        for op in entry.plan.operations or ():
             yield {
-                "instant_time": plan.instant_time,
-                "action": plan.action,
-                "state": plan.state.value,
-                "completion_time": plan.completion_time,
-                "partition_path": op.partition_path,
-                "file_id": op.file_id,
-                "base_instant_time": op.base_instant_time,
-                "base_file": op.base_file,
-                "log_files": list(op.log_files),
-                "num_log_files": len(op.log_files),
-                "metrics": op.metrics,
+                "instant_time": entry.requested_time,
+                "action": entry.action,
+                "state": entry.state.value,
+                "completion_time": entry.completion_time,
+                "partition_path": op.partition,
+                "file_id": op.file_id or "",
+                "base_instant_time": op.base_instant_time or "",
+                "base_file": op.base_file_name,
+                "log_files": list(op.log_file_names),
+                "num_log_files": len(op.log_file_names),
+                "metrics": {k: float(v) for k, v in (op.metrics or {}).items()},
             }
 
 
@@ -85,22 +83,24 @@ CLUSTERING_SCHEMA = schema(
 
 
 def clustering_rows(table: HudiTable, args: ViewArgs) -> Iterator[dict[str, Any]]:
-    for plan in clustering_plans(table.timeline):
+    for entry in table.timeline.clustering_plans(pending_only=False):
+        plan = entry.plan
+        strategy = plan.strategy.strategy_class_name if plan.strategy else None
         for index, group in enumerate(plan.groups):
-            for piece in group.slices:
+            for piece in group.slices or ():
                 yield {
-                    "instant_time": plan.instant_time,
-                    "action": plan.action,
-                    "state": plan.state.value,
-                    "completion_time": plan.completion_time,
+                    "instant_time": entry.requested_time,
+                    "action": entry.action,
+                    "state": entry.state.value,
+                    "completion_time": entry.completion_time,
                     "input_group": index,
-                    "partition_path": piece.partition_path,
-                    "file_id": piece.file_id,
-                    "base_file": piece.base_file,
-                    "log_files": list(piece.log_files),
-                    "num_output_file_groups": group.num_output_file_groups,
-                    "group_metrics": group.metrics,
-                    "strategy": plan.strategy,
+                    "partition_path": piece.partition,
+                    "file_id": piece.file_id or "",
+                    "base_file": piece.base_file_name,
+                    "log_files": list(piece.log_file_names),
+                    "num_output_file_groups": int(group.num_output_file_groups or 1),
+                    "group_metrics": {k: float(v) for k, v in (group.metrics or {}).items()},
+                    "strategy": strategy,
                     "strategy_params": plan.strategy_params,
                     "sort_columns": plan.sort_columns,
                     "preserve_hoodie_metadata": plan.preserve_hoodie_metadata,

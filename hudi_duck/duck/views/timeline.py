@@ -125,7 +125,7 @@ def commit_rows(table: HudiTable, args: ViewArgs) -> Iterator[dict[str, Any]]:
             row.update(
                 operation_type=meta.operation_type,
                 partitions_written=totals.partitions_written,
-                partitions=sorted(meta.partition_to_write_stats),
+                partitions=sorted(meta.partitions),
                 files_added=totals.files_inserted,
                 files_updated=totals.files_updated,
                 files_replaced=sum(len(ids) for ids in meta.replaced_file_ids().values()),
@@ -142,7 +142,7 @@ def commit_rows(table: HudiTable, args: ViewArgs) -> Iterator[dict[str, Any]]:
                 rollback_blocks=totals.rollback_blocks,
                 log_files_compacted=totals.log_files_compacted,
                 updated_records_compacted=totals.updated_records_compacted,
-                extra_metadata={k: v for k, v in meta.extra_metadata.items() if k not in _HIDDEN_EXTRA},
+                extra_metadata={k: v for k, v in meta.extra_metadata_items().items() if k not in _HIDDEN_EXTRA},
             )
         yield row
 
@@ -188,35 +188,40 @@ def commit_file_rows(table: HudiTable, args: ViewArgs) -> Iterator[dict[str, Any
             raise HudiError(f"hudi_commit_files: {table.base_uri} has no completed commit at instant {args.time} on the {where}")
     for write in writes:
         instant, meta = write.instant, write.metadata
-        for stat in meta.stats():
+        for partition, stat in meta.iter_stats():
             yield {
                 "instant_time": instant.requested_time,
                 "action": instant.action,
                 "completion_time": instant.completion_time,
                 "operation_type": meta.operation_type,
                 "archived": write.archived,
-                "partition_path": stat.partition_path,
+                "partition_path": partition,
                 "file_id": stat.file_id,
                 "file_name": stat.file_name,
                 "path": stat.path,
                 "file_type": "log" if stat.is_log_file else "base",
-                "prev_commit": stat.prev_commit,
-                "base_file": stat.base_file,
-                "records_written": stat.num_writes,
-                "records_inserted": stat.num_inserts,
-                "records_updated": stat.num_update_writes,
-                "records_deleted": stat.num_deletes,
-                "bytes_written": stat.total_write_bytes,
-                "file_size": stat.file_size_in_bytes,
-                "write_errors": stat.total_write_errors,
-                "log_records": stat.total_log_records,
-                "log_blocks": stat.total_log_blocks,
-                "corrupt_log_blocks": stat.total_corrupt_log_blocks,
-                "rollback_blocks": stat.total_rollback_blocks,
-                "log_files_compacted": stat.total_log_files_compacted,
-                "log_size_compacted": stat.total_log_size_compacted,
-                "updated_records_compacted": stat.total_updated_records_compacted,
+                "prev_commit": stat.previous_commit,
+                "base_file": stat.base_file or None,
+                "records_written": _n(stat.num_writes),
+                "records_inserted": _n(stat.num_inserts),
+                "records_updated": _n(stat.num_update_writes),
+                "records_deleted": _n(stat.num_deletes),
+                "bytes_written": _n(stat.total_write_bytes),
+                "file_size": _n(stat.file_size_in_bytes),
+                "write_errors": _n(stat.total_write_errors),
+                "log_records": _n(stat.total_log_records),
+                "log_blocks": _n(stat.total_log_blocks),
+                "corrupt_log_blocks": _n(stat.total_corrupt_log_blocks),
+                "rollback_blocks": _n(stat.total_rollback_blocks),
+                "log_files_compacted": _n(stat.total_log_files_compacted),
+                "log_size_compacted": _n(stat.total_log_size_compacted),
+                "updated_records_compacted": _n(stat.total_updated_records_compacted),
             }
+
+
+def _n(value: int | None) -> int:
+    """A count Hudi 1.x may leave null (0 as ``fetchTotal*`` counts it)."""
+    return int(value) if value is not None else 0
 
 
 VIEWS = (

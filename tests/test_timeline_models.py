@@ -1,0 +1,225 @@
+"""The typed timeline models against the timeline files Apache Hudi wrote.
+
+Every plan and metadata file of the fixtures decodes into its dataclass and encodes
+back to the same bytes: v6 commit metadata as Jackson JSON (so our field order is
+Hudi's), v8/v9 commit metadata, compaction and clustering plans and the v6 rollback
+plan / metadata as Avro containers (with the file's sync marker, byte for byte).
+Models no fixture holds (cleaner plan, clean, savepoint, restore) round-trip through
+Java-identical containers of the 0.14 schemas.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hudi_duck.core.avro import models as am
+from hudi_duck.core.config.table_config import TableConfig
+from hudi_duck.core.storage.storage import Storage
+from hudi_duck.core.timeline import codec
+from hudi_duck.core.timeline.active import Timeline, payload_class
+from hudi_duck.core.timeline.commit_metadata import CommitMetadata, WriteStat
+from hudi_duck.core.timeline.instant import Action, Instant, State
+from hudi_duck.core.timeline.plans import (
+    CleanerPlan,
+    CompactionPlan,
+    RequestedReplaceMetadata,
+    RestorePlan,
+    RollbackPlan,
+)
+from hudi_duck.core.timeline.service_metadata import (
+    CleanMetadata,
+    RestoreMetadata,
+    RollbackMetadata,
+    SavepointMetadata,
+)
+
+from test_avro_models import SAMPLES
+
+MODELS = {
+    "HoodieCompactionPlan": CompactionPlan,
+    "HoodieRequestedReplaceMetadata": RequestedReplaceMetadata,
+    "HoodieCleanerPlan": CleanerPlan,
+    "HoodieRollbackPlan": RollbackPlan,
+    "HoodieRestorePlan": RestorePlan,
+    "HoodieCleanMetadata": CleanMetadata,
+    "HoodieRollbackMetadata": RollbackMetadata,
+    "HoodieSavepointMetadata": SavepointMetadata,
+    "HoodieRestoreMetadata": RestoreMetadata,
+    "HoodieCommitMetadata": CommitMetadata,
+    "HoodieReplaceCommitMetadata": CommitMetadata,
+}
+
+
+def _timelines(fixture_tables) -> list[tuple[str, Path]]:
+    """Every timeline folder of the fixtures (their metadata tables' too)."""
+    out = []
+    for fid, base in sorted(fixture_tables.items()):
+        for folder in sorted(Path(base).rglob("*")):
+            if folder.is_dir() and (folder.name == "timeline" or (folder.name == ".hoodie" and not (folder / "timeline").is_dir())):
+                if any(Instant.parse_file_name(p.name) for p in folder.iterdir()):
+                    out.append((fid, folder))
+    return out
+
+
+def _timeline_files(fixture_tables) -> list[tuple[str, Path, Instant]]:
+    out = []
+    for fid, folder in _timelines(fixture_tables):
+        for path in sorted(folder.iterdir()):
+            instant = Instant.parse_file_name(path.name)
+            if instant is not None and path.is_file() and path.stat().st_size:
+                out.append((fid, path, instant))
+    return out
+
+
+def _encode_like(model, data: bytes) -> bytes:
+    if isinstance(model, CommitMetadata):
+        if data.startswith(codec.AVRO_MAGIC):
+            return model.to_bytes(8, am.container_sync_marker(data))
+        return model.to_bytes(6)
+    return model.to_bytes(am.container_sync_marker(data))
+
+
+def test_every_fixture_timeline_file_round_trips_byte_for_byte(fixture_tables):
+    seen: dict[str, int] = {}
+    for fid, path, instant in _timeline_files(fixture_tables):
+        data = path.read_bytes()
+        cls = payload_class(instant)
+        if cls is None:
+            # indexing plans / metadata: not a payload of the write path
+            assert instant.action == Action.INDEXING, path
+            continue
+        model = cls.from_bytes(data, str(path))
+        assert model is not None, path
+        name = model.MODEL if data.startswith(codec.AVRO_MAGIC) else "json:" + model.MODEL
+        seen[name] = seen.get(name, 0) + 1
+        assert _encode_like(model, data) == data, f"{fid}: {path.name} does not encode back to its bytes"
+        # decoding the encoded file gives the same model
+        assert cls.from_bytes(_encode_like(model, data)) == model
+    assert {
+        "json:HoodieCommitMetadata",  # v6 commits, delta commits and their .inflight profiles
+        "HoodieCommitMetadata",  # v8/v9
+        "HoodieReplaceCommitMetadata",
+        "HoodieRequestedReplaceMetadata",
+        "HoodieCompactionPlan",
+        "HoodieRollbackPlan",
+        "HoodieRollbackMetadata",
+    } <= set(seen), seen
+
+
+def test_v6_write_stats_are_hudis_fields_in_hudis_order(fixture_tables):
+    """Stats of v6 commits: Jackson's HoodieWriteStat order, log writes with the delta fields after."""
+    kinds = set()
+    for _, path, instant in _timeline_files(fixture_tables):
+        data = path.read_bytes()
+        if data.startswith(codec.AVRO_MAGIC) or instant.action not in Action.WRITE_ACTIONS:
+            continue
+        raw = json.loads(data)
+        metadata = CommitMetadata.from_bytes(data)
+        for partition, stats in raw["partitionToWriteStats"].items():
+            for raw_stat, stat in zip(stats, metadata.partition_to_write_stats[partition]):
+                expected = WriteStat.JSON_KEYS + (WriteStat.DELTA_JSON_KEYS if "logVersion" in raw_stat else ())
+                assert tuple(raw_stat) == expected
+                assert stat.is_delta == ("logVersion" in raw_stat)
+                assert stat.extra == {}
+                kinds.add(stat.is_delta)
+    assert kinds == {True, False}
+
+
+def test_v9_write_stats_keep_the_1x_fields(fixture_tables):
+    fid = "sample_table/mor/avro/v9_txns_simple_meta"
+    folder = Path(fixture_tables[fid]) / ".hoodie" / "timeline"
+    (compaction,) = [p for p in folder.iterdir() if p.name.endswith(".commit")]
+    metadata = CommitMetadata.from_bytes(compaction.read_bytes())
+    assert metadata.compacted is True and metadata.operation_type == "COMPACT"
+    stats = metadata.write_stats()
+    assert stats and all(s.prev_base_file and s.prev_base_file.endswith(".parquet") for s in stats)
+    assert all(s.total_log_read_time_ms is not None and s.num_updates is not None for s in stats)
+    assert metadata.version is None  # as Hudi 1.x wrote it
+
+
+def test_unknown_fields_round_trip():
+    """Fields of another Hudi version stay in ``extra`` and are written back."""
+    stat = {**WriteStat(file_id="f", path="p/f.parquet", partition_path="p").to_json_record(), "futureField": 7}
+    raw = {
+        "partitionToWriteStats": {"p": [stat]},
+        "compacted": False,
+        "extraMetadata": {},
+        "operationType": "UPSERT",
+        "futureTopLevel": {"a": 1},
+    }
+    data = codec.encode_json(raw)
+    metadata = CommitMetadata.from_bytes(data)
+    assert metadata.extra == {"futureTopLevel": {"a": 1}}
+    assert metadata.write_stats()[0].extra == {"futureField": 7}
+    assert metadata.to_bytes(6) == data
+    plan = {**SAMPLES["HoodieCompactionPlan"], "missingSchedulePartitions": ["x"]}
+    typed = CompactionPlan.from_record(plan)
+    assert typed.extra == {"missingSchedulePartitions": ["x"]}
+    assert typed.to_record() == plan
+
+
+@pytest.mark.parametrize("name", sorted(n for n in SAMPLES if n in MODELS))
+def test_models_without_fixture_files_round_trip(name):
+    """0.14 containers of every model (Java's schema text, header and block layout)."""
+    data = am.write_container(name, SAMPLES[name])
+    model = MODELS[name].from_bytes(data)
+    assert model.to_record() == SAMPLES[name]
+    assert model.to_bytes(am.container_sync_marker(data)) == data
+    # built from the dataclasses alone (no writer schema kept): the same bytes
+    fresh = MODELS[name].from_record(SAMPLES[name])
+    assert fresh.writer_schema is None
+    assert fresh.to_bytes(am.container_sync_marker(data)) == data
+
+
+def test_commit_metadata_of_a_v8_table_needs_hudis_1x_schema():
+    from hudi_duck.core.errors import UnsupportedFeatureError
+
+    with pytest.raises(UnsupportedFeatureError, match="1.x"):
+        CommitMetadata(operation_type="UPSERT").to_bytes(8)
+
+
+def test_empty_and_corrupt_files():
+    from hudi_duck.core.errors import CorruptFileError
+
+    assert codec.decode(b"") is None
+    assert CommitMetadata.from_bytes(b"") == CommitMetadata()
+    assert CompactionPlan.from_bytes(b"") is None
+    with pytest.raises(CorruptFileError, match="x.compaction.requested"):
+        CompactionPlan.from_bytes(b"\x00garbage", "x.compaction.requested")
+    with pytest.raises(CorruptFileError, match="neither"):
+        codec.decode(b"{not json", "x.commit")
+
+
+# -- the timeline answers once: plans and savepoints ------------------------------------------------
+
+
+def _timeline(base: str) -> Timeline:
+    storage = Storage(base)
+    return Timeline.load(storage, TableConfig.load(storage))
+
+
+def test_compaction_and_clustering_plans_of_v9_fixtures(fixture_tables):
+    for fid in ("sample_table/mor/avro/v9_txns_simple_meta", "sample_table/cow/v9_txns_simple_meta"):
+        timeline = _timeline(fixture_tables[fid])
+        assert timeline.compaction_plans() == [] and timeline.clustering_plans() == []  # all completed
+        clustering = timeline.clustering_plans(pending_only=False)
+        assert [c.action for c in clustering] == [Action.CLUSTERING]
+        (entry,) = clustering
+        assert entry.state is State.COMPLETED and entry.completion_time
+        assert entry.plan.file_groups and all(fg[1] for fg in entry.plan.file_groups)
+        done = timeline.commit_metadata(timeline.state_file(entry.requested_time, State.COMPLETED))
+        replaced = {(p, f) for p, ids in done.replaced_file_ids().items() for f in ids}
+        assert replaced == set(entry.plan.file_groups)
+        # the insert overwrite's requested replace commit holds no clustering plan
+        others = [g.requested_time for g in timeline.instant_groups() if g.pending_action == Action.REPLACE_COMMIT]
+        assert all(not timeline.plan(t).is_clustering for t in others)
+    mor = _timeline(fixture_tables["sample_table/mor/avro/v9_txns_simple_meta"])
+    (compaction,) = mor.compaction_plans(pending_only=False)
+    ops = compaction.plan.operations
+    assert ops and all(op.base_file_name and op.log_file_names for op in ops)
+    done = mor.commit_metadata(mor.state_file(compaction.requested_time, State.COMPLETED))
+    assert {(p, s.file_id) for p, s in done.iter_stats()} == set(compaction.plan.file_groups)
+    assert mor.compaction_times() == frozenset({compaction.requested_time})
