@@ -31,6 +31,12 @@ in-batch precombine is event-time folding without resets (Hudi's
 ``preCombine`` keeps the greater ordering value under both payloads), the
 copy-on-write merge handle keeps the last record of a key (Hudi's
 ``keyToNewRecords`` map) and merges it with the base record like a reader.
+
+Readers follow Hudi's merge modes (Hudi 1.x's file group reader, which hudi-rs
+follows too) for every table version. Hudi 0.14's own log scanner differs in
+two places: it keeps the greater ordering value between log records of an
+``OverwriteWithLatestAvroPayload`` table (``preCombine``), and a delete from
+a log always removes the base record (its empty payload has nothing to compare).
 """
 
 from __future__ import annotations
