@@ -29,7 +29,7 @@ from pyspark.sql import types as T
 from hudi_duck.core.config.table_config import PROPERTIES_FILE, Keys, TableConfig
 from hudi_duck.core.errors import HudiError, KeyGeneratorError, SchemaError, TableServiceError, WriteError
 from hudi_duck.core.keygen import key_generator_from_write_options
-from hudi_duck.core.merge.rules import MergeMode
+from hudi_duck.core.merge.mode import EVENT_TIME_STRATEGY_ID, OVERWRITE_WITH_LATEST_PAYLOAD
 from hudi_duck.core.schema.avro_arrow import (
     arrow_to_avro,
     avro_json,
@@ -48,7 +48,7 @@ from hudi_duck.core.timeline.plans import RequestedReplaceMetadata
 from hudi_duck.core.write.handles import DELETE_FLAG, WriteContext
 
 from . import executor, index, partitioner, preflight, prepare
-from .config import OVERWRITE_PAYLOAD, WriteConfig, parse_options
+from .config import WriteConfig, parse_options
 
 log = logging.getLogger("spark_writer")
 
@@ -164,8 +164,8 @@ class WriteClient:
             props[Keys.TIMELINE_TIMEZONE] = "UTC"
         if cfg.is_mor:
             props[Keys.PAYLOAD_CLASS] = cfg.payload_class
-            props[Keys.RECORD_MERGER_STRATEGY] = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
-        elif cfg.payload_class != OVERWRITE_PAYLOAD:
+            props[Keys.RECORD_MERGER_STRATEGY] = EVENT_TIME_STRATEGY_ID
+        elif cfg.payload_class != OVERWRITE_WITH_LATEST_PAYLOAD:
             props[Keys.PAYLOAD_CLASS] = cfg.payload_class
         return TableConfig(props=props)
 
@@ -273,6 +273,8 @@ class WriteClient:
             operation = "insert_overwrite_table"
         data_schema, avro_schema = self.writer_schema(df, table)
         self._check_fields(df, cfg, data_schema)
+        is_mor = table.config.is_mor if table is not None else cfg.is_mor
+        prepare.refuse_null_ordering(prepare.strip_meta_columns(df), cfg, operation, is_mor, self.path)
         if table is None:
             config = self._new_table_config(data_schema)
             config.initialize_table(self.storage)
@@ -358,12 +360,13 @@ class WriteClient:
         return RequestedReplaceMetadata(operation_type=OPERATION_TYPES[operation], clustering_plan=None)
 
     def write_context(self, table: HudiTable, cfg: WriteConfig, instant_time: str, avro_schema: str) -> WriteContext:
-        mode = MergeMode.EVENT_TIME_ORDERING if cfg.event_time_ordering else MergeMode.COMMIT_TIME_ORDERING
+        merge = cfg.merge
         return WriteContext(
             base_uri=self.path,
             instant_time=instant_time,
             avro_schema=avro_schema,
-            merge_mode=mode,
+            merge_mode=merge.mode,
+            soft_deletes_ordered=merge.soft_deletes_ordered,
             ordering_field=cfg.precombine_field,
             is_mor=table.config.is_mor,
             storage_options=self.storage_options,
@@ -395,15 +398,7 @@ class WriteClient:
             to_inflight(_profile_from_counts([], {}, operation))
             return self._bulk_insert(records, ctx, cfg), {}
         # (bulk_insert into a bucket-indexed table writes each record into its bucket's file group)
-        combine = {
-            "upsert": cfg["hoodie.combine.before.upsert"],
-            "insert": cfg["hoodie.combine.before.insert"] or cfg["hoodie.datasource.write.insert.drop.duplicates"],
-            "bulk_insert": cfg["hoodie.combine.before.insert"],
-            "delete": cfg["hoodie.combine.before.delete"],
-            "insert_overwrite": cfg["hoodie.combine.before.insert"],
-            "insert_overwrite_table": cfg["hoodie.combine.before.insert"],
-        }[operation]
-        if combine:
+        if prepare.combines(cfg, operation):
             records = prepare.precombine(records, cfg, cfg.is_global_index)
         phase = time.perf_counter()
         log.info("%s %s: locating records (%s index) ...", operation, instant_time, cfg.index_type)

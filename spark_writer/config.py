@@ -27,6 +27,16 @@ from hudi_duck.core.services.clean import CleanSettings
 from hudi_duck.core.services.clustering import ClusteringSettings
 from hudi_duck.core.services.compaction import CompactionSettings
 from hudi_duck.core.services.inline import ServiceSettings
+from hudi_duck.core.merge.mode import (
+    DEFAULT_PAYLOAD,
+    MERGE_MODE_OPTION,
+    OVERWRITE_WITH_LATEST_PAYLOAD,
+    SUPPORTED_PAYLOADS,
+    WRITE_PAYLOAD_OPTION,
+    MergeConfig,
+    MergeMode,
+    resolve_write_merge,
+)
 
 log = logging.getLogger("spark_writer")
 
@@ -41,10 +51,6 @@ OPERATIONS = (
 )
 TABLE_TYPES = ("COPY_ON_WRITE", "MERGE_ON_READ")
 INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET")
-OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
-DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
-EVENT_TIME_PAYLOAD = "org.apache.hudi.common.model.EventTimeAvroPayload"
-SUPPORTED_PAYLOADS = (OVERWRITE_PAYLOAD, DEFAULT_PAYLOAD, EVENT_TIME_PAYLOAD)
 
 
 def _bool(value: str) -> bool:
@@ -106,8 +112,8 @@ _OPTIONS: list[Option] = [
     Option("hoodie.datasource.write.keygenerator.type", None),
     Option("hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled", False, _bool),
     Option("hoodie.datasource.write.drop.partition.columns", False, _bool),
-    Option("hoodie.datasource.write.payload.class", OVERWRITE_PAYLOAD, aliases=("hoodie.compaction.payload.class",)),
-    Option("hoodie.record.merge.mode", None, _choice("COMMIT_TIME_ORDERING", "EVENT_TIME_ORDERING")),
+    Option(WRITE_PAYLOAD_OPTION, OVERWRITE_WITH_LATEST_PAYLOAD, aliases=("hoodie.compaction.payload.class",)),
+    Option(MERGE_MODE_OPTION, None, _choice(*MergeMode.__members__)),
     Option("hoodie.datasource.write.record.merger.impls", None),
     Option("hoodie.datasource.write.insert.drop.duplicates", False, _bool),
     Option("hoodie.datasource.write.partitions.to.delete", None),
@@ -263,17 +269,17 @@ class WriteConfig:
         return self.values["hoodie.simple.index.update.partition.path"]
 
     @property
+    def merge(self) -> MergeConfig:
+        """The write's merge mode, resolved by the core from the payload class and merge mode options."""
+        return resolve_write_merge(self.values[WRITE_PAYLOAD_OPTION], self.values.get(MERGE_MODE_OPTION), self.precombine_field)
+
+    @property
     def payload_class(self) -> str:
-        mode = self.values.get("hoodie.record.merge.mode")
-        if mode == "EVENT_TIME_ORDERING":
-            return DEFAULT_PAYLOAD
-        if mode == "COMMIT_TIME_ORDERING":
-            return OVERWRITE_PAYLOAD
-        return self.values["hoodie.datasource.write.payload.class"]
+        return self.merge.payload_class
 
     @property
     def event_time_ordering(self) -> bool:
-        return self.payload_class in (DEFAULT_PAYLOAD, EVENT_TIME_PAYLOAD)
+        return self.merge.event_time
 
     def parallelism(self, operation: str | None = None) -> int:
         op = operation or self.operation
@@ -433,8 +439,8 @@ def _check(config: WriteConfig) -> None:
         )
     if config.payload_class not in SUPPORTED_PAYLOADS:
         raise WriteError(
-            f"hoodie.datasource.write.payload.class={config.payload_class} is not supported; use "
-            f"{OVERWRITE_PAYLOAD} (commit-time ordering) or {DEFAULT_PAYLOAD} (event-time ordering)"
+            f"{WRITE_PAYLOAD_OPTION}={config.payload_class} is not supported; use "
+            f"{OVERWRITE_WITH_LATEST_PAYLOAD} (commit-time ordering) or {DEFAULT_PAYLOAD} (event-time ordering)"
         )
     if config.event_time_ordering and not config.precombine_field:
         raise WriteError(

@@ -29,6 +29,7 @@ from hudi_duck.core.storage.storage import Storage
 from hudi_duck.core.table.table import HudiTable
 from hudi_duck.core.write.handles import DELETE_FLAG, HARD_DELETE_FLAG
 
+from . import ordering as ordering_rule
 from .config import WriteConfig
 
 FILE_ID = "_hd_file_id"
@@ -341,8 +342,9 @@ def _tag_global_merged(spark, incoming: DataFrame, joined: DataFrame, table: Hud
     if ordering is None:
         incoming_wins = F.lit(True)
     else:
-        incoming_ord, existing_ord = F.col(ordering), F.col(ex_name[ordering])
-        incoming_wins = incoming_ord.isNull() | existing_ord.isNull() | (incoming_ord >= existing_ord)
+        # DefaultHoodieRecordPayload.combineAndGetUpdateValue: a stored null loses, else incoming >= stored
+        rule = ordering_rule.rule_for(incoming, ordering)
+        incoming_wins = ~ordering_rule.greater(F.col(ex_name[ordering]), F.col(ordering), rule)
 
     def at_existing(df: DataFrame) -> DataFrame:
         return df.withColumn(FILE_ID, F.col(EXISTING_FILE_ID)).withColumn(PREV_COMMIT, F.col(EXISTING_INSTANT))

@@ -9,7 +9,9 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from hudi_duck.core.errors import WriteError
 from hudi_duck.core.keygen import key_generator_from_write_options
+from hudi_duck.core.merge.incoming import null_ordering_refusal
 from hudi_duck.core.schema.meta_fields import (
     IS_DELETED,
     META_FIELDS,
@@ -18,6 +20,7 @@ from hudi_duck.core.schema.meta_fields import (
 )
 from hudi_duck.core.write.handles import DELETE_FLAG, HARD_DELETE_FLAG
 
+from . import ordering as ordering_rule
 from .config import WriteConfig
 
 SEQ = "_hd_seq"
@@ -101,15 +104,75 @@ def with_delete_flags(df: DataFrame, hard_delete: bool) -> DataFrame:
 def precombine(df: DataFrame, cfg: WriteConfig, global_index: bool) -> DataFrame:
     """Collapse duplicates of a key to the record with the greatest ordering value.
 
-    Ties (and tables without an ordering field) keep the record that came
-    later in the input, as Hudi's ``preCombine`` keeps the newer one.
+    Hudi's ``preCombine`` keeps the greater ordering value under every payload
+    (``merge.fold``: event-time folding without resets), compared as Java
+    compares them (``spark_writer.ordering``); ties, and tables without an
+    ordering field, keep the record that came later in the input.
     """
     keys = [RECORD_KEY] if global_index else [RECORD_KEY, PARTITION_PATH]
     ordering = cfg.precombine_field
     with_seq = df.withColumn(SEQ, F.monotonically_increasing_id())
     order = [F.col(SEQ).desc()]
     if ordering:
-        order.insert(0, F.col(ordering).desc_nulls_last())
+        order = ordering_rule.order_desc(F.col(ordering), ordering_rule.rule_for(df, ordering)) + order
     window = Window.partitionBy(*keys).orderBy(*order)
     ranked = with_seq.withColumn("_hd_rank", F.row_number().over(window))
     return ranked.filter(F.col("_hd_rank") == 1).drop("_hd_rank", SEQ)
+
+
+def combines(cfg: WriteConfig, operation: str) -> bool:
+    """Does the operation precombine its records (Hudi's ``hoodie.combine.before.*`` options)?"""
+    insert_like = cfg["hoodie.combine.before.insert"]
+    return {
+        "upsert": cfg["hoodie.combine.before.upsert"],
+        "insert": insert_like or cfg["hoodie.datasource.write.insert.drop.duplicates"],
+        "bulk_insert": insert_like,
+        "delete": cfg["hoodie.combine.before.delete"],
+        "insert_overwrite": insert_like,
+        "insert_overwrite_table": insert_like,
+    }.get(operation, False)
+
+
+def refuse_null_ordering(df: DataFrame, cfg: WriteConfig, operation: str, is_mor: bool, path: str) -> None:
+    """Refuse, before anything is written, records whose ordering value is null when Hudi would.
+
+    One scan of the input when the column may hold nulls (``merge.incoming`` says when)."""
+    field_name = cfg.precombine_field
+    if not field_name or operation in ("delete", "delete_partition"):
+        return
+    ordering_rule.rule_for(df, field_name)  # a type Hudi can order by
+    reason = null_ordering_refusal(
+        operation,
+        combines=combines(cfg, operation),
+        event_time=cfg.event_time_ordering,
+        is_mor=is_mor,
+        bucket_index=cfg.index_type == "BUCKET",
+    )
+    column = F.col(field_name)
+    if reason is None or not df.select(column).schema.fields[0].nullable:
+        return
+    nulls = df.filter(column.isNull())
+    first = nulls.limit(1).collect()
+    if not first:
+        return
+    count = nulls.count()
+    example = _example_key(nulls.limit(1), cfg)
+    raise WriteError(
+        f"{path}: {count} record(s) have a null ordering value in precombine field {field_name!r} "
+        f"(hoodie.datasource.write.precombine.field), e.g. {example}; {reason} "
+        f"(\"Ordering value is null\"). Fill the field or drop those records; nothing was written."
+    )
+
+
+def _example_key(one: DataFrame, cfg: WriteConfig) -> str:
+    """The record key (and partition path) of one record, for error messages."""
+    if not cfg.record_key_fields:
+        return "a record without record key (keys are generated)"
+    try:
+        row = with_keys(strip_meta_columns(one), cfg, "0").select(RECORD_KEY, PARTITION_PATH).first()
+    except Exception:  # the key itself is broken: name the key fields instead
+        return f"a record with key fields {','.join(cfg.record_key_fields)}"
+    if row is None:
+        return "a record"
+    partition = f" in partition {row[1]!r}" if row[1] else ""
+    return f"record key {row[0]!r}{partition}"

@@ -228,11 +228,16 @@ _WRAPPER_FOR_TYPE = {
 
 
 def wrapper_for_type(dtype: pa.DataType) -> str | None:
-    """The wrapper record Hudi picks for an ordering value of this column type."""
+    """The wrapper record Hudi picks for an ordering value of this column type.
+
+    The value is the payload's ordering value as ``HoodieAvroUtils.getNestedFieldVal``
+    returns it: a ``LocalDate`` for dates, a ``BigDecimal`` for decimals, and for
+    timestamps their Avro ``long`` (a ``LongWrapper``; ``TimestampMicrosWrapper`` only
+    with consistent logical timestamps)."""
     if pa.types.is_decimal(dtype):
         return "DecimalWrapper"
     if pa.types.is_timestamp(dtype):
-        return "TimestampMicrosWrapper"
+        return "LongWrapper"
     return _WRAPPER_FOR_TYPE.get(str(dtype))
 
 

@@ -16,15 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..merge.rules import (
-    NO_ORDERING,
-    LogEntry,
-    MergeConfig,
-    fold_log_records,
-    merge_with_base,
-    ordering_of,
-    ordering_of_delete,
-)
+from ..merge.fold import LogEntry, fold_log_records, merge_with_base
+from ..merge.mode import MergeConfig
+from ..merge.ordering import JavaClass, column_class, delete_ordering, ordering_values
 from ..schema.evolution import align_to_schema
 from ..schema.meta_fields import IS_DELETED, OPERATION, RECORD_KEY
 from ..storage.storage import Storage
@@ -71,14 +65,19 @@ class SliceLogMerge:
     skipped_blocks: list[SkippedBlock] = field(default_factory=list)
 
 
+def _ordering_class(ctx: SliceReadContext) -> JavaClass | None:
+    """Java class of the records' ordering values (the reader schema's ordering column)."""
+    name = ctx.merge.ordering_field
+    if not name or name not in ctx.schema.names:
+        return None
+    return column_class(ctx.schema.field(name).type)
+
+
 def _data_entries(raw: pa.Table, aligned: pa.Table, ctx: SliceReadContext, first_row: int) -> list[LogEntry]:
     keys = ctx.keys(aligned).to_pylist()
     field_name = ctx.merge.ordering_field
-    if field_name and field_name in raw.column_names:
-        column = raw.column(field_name)
-        orderings = [ordering_of(v, column.type) for v in column.to_pylist()]
-    else:
-        orderings = [NO_ORDERING] * len(keys)
+    column = raw.column(field_name) if field_name and field_name in raw.column_names else None
+    orderings = ordering_values(column, len(keys), field_name or "")
     deletes = [False] * len(keys)
     if IS_DELETED in ctx.schema.names and IS_DELETED in aligned.column_names:
         flags = aligned.column(IS_DELETED)
@@ -106,7 +105,7 @@ def scan_log_records(
     for block in scan.blocks:
         if block.block_type is BlockType.DELETE_BLOCK:
             for record in decode_delete_block(block):
-                ordering = ordering_of_delete(record.ordering_value, record.ordering_wrapper)
+                ordering = delete_ordering(record.ordering_value, record.ordering_wrapper, ctx.merge.table_version)
                 entries.append(LogEntry(record.record_key, True, ordering, None))
             continue
         aligned = decode_data_block(block, ctx.schema)
@@ -161,8 +160,9 @@ def read_base_keys(ctx: SliceReadContext, slice_: FileSlice) -> tuple[pa.Array |
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks()
     order = None
-    if ordering and ordering in table.column_names:
-        order = table.column(ordering).combine_chunks()
+    if ordering and ordering in table.column_names and ordering in ctx.schema.names:
+        # compared as the reader schema's type (an int column widened to long holds Longs)
+        order = table.column(ordering).combine_chunks().cast(ctx.schema.field(ordering).type)
     return keys, order
 
 
@@ -172,9 +172,9 @@ def merge_slice_logs(ctx: SliceReadContext, slice_: FileSlice) -> SliceLogMerge:
     if not entries:
         return SliceLogMerge(ctx.schema.empty_table(), [], stats, skipped)
     ctx.merge.require_supported(ctx.storage.uri(slice_.log_files[0].path))
-    states = fold_log_records(entries, ctx.merge.mode)
+    states = fold_log_records(entries, ctx.merge.mode, _ordering_class(ctx))
     base_keys, base_order = read_base_keys(ctx, slice_)
-    outcome = merge_with_base(base_keys, base_order, states, ctx.merge.mode)
+    outcome = merge_with_base(base_keys, base_order, states, ctx.merge.mode, ordering_field=ctx.merge.ordering_field or "")
     winners = log_table.take(pa.array(outcome.winning_log_rows, pa.int64())) if outcome.winning_log_rows else ctx.schema.empty_table()
     stats["dropped_base_rows"] = len(outcome.dropped_base_rows)
     stats["log_rows"] = winners.num_rows

@@ -10,7 +10,7 @@ Named after Hudi's handles, and run wherever the data is (Spark executors):
   log data block and deletes as a delete block, in a new log file.
 
 Each handle writes its marker first and returns Hudi write stats (``WriteStat``).
-Record merging follows ``merge.py`` (the same rules readers apply).
+Record merging follows ``merge.fold`` (the same rule readers apply).
 """
 
 from __future__ import annotations
@@ -46,14 +46,9 @@ from ..file_group.naming import (
     partition_depth,
     partition_metafile_text,
 )
-from ..merge.rules import (
-    NO_ORDERING,
-    LogEntry,
-    MergeMode,
-    fold_log_records,
-    merge_with_base,
-    ordering_of,
-)
+from ..merge.fold import LogEntry, fold_log_records, merge_with_base
+from ..merge.mode import MergeMode
+from ..merge.ordering import NATURAL, JavaClass, column_class, ordering_values
 from ..schema.avro_arrow import add_meta_fields_avro, avro_json, avro_to_arrow
 from ..schema.evolution import align_to_schema
 from ..schema.meta_fields import (
@@ -90,6 +85,8 @@ class WriteContext:
     populate_meta_fields: bool = True
     #: how base files and log files are written (the same for writes, compaction, clustering)
     files: FileSettings = field(default_factory=FileSettings)
+    #: False under ``EventTimeAvroPayload``: an incoming soft delete wins without comparing
+    soft_deletes_ordered: bool = True
     #: ``hoodie.properties`` of a table that keeps no ``_hoodie_record_key``
     #: (hoodie.populate.meta.fields=false): its key generator derives stored rows' keys
     virtual_key_table: dict[str, str] = field(default_factory=dict)
@@ -249,19 +246,31 @@ def _delete_flags(table: pa.Table) -> list[bool]:
     return [bool(v) for v in pc.fill_null(table.column(DELETE_FLAG), False).to_pylist()]
 
 
+def _ordering_column(ctx: WriteContext, table: pa.Table) -> pa.Array | None:
+    """A table's ordering column in the writer schema's type (as Hudi's Avro records hold it)."""
+    name = ctx.ordering_field
+    if not name or name not in table.column_names or name not in ctx.data_schema.names:
+        return None
+    column = table.column(name)
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    return column.cast(ctx.data_schema.field(name).type)
+
+
+def _ordering_class(ctx: WriteContext) -> JavaClass | None:
+    name = ctx.ordering_field
+    if not name or name not in ctx.data_schema.names:
+        return None
+    return column_class(ctx.data_schema.field(name).type)
+
+
 def _incoming_entries(ctx: WriteContext, incoming: pa.Table) -> list[LogEntry]:
     keys = _keys(incoming).to_pylist()
     deletes = _delete_flags(incoming)
-    field_name = ctx.ordering_field
-    if field_name and field_name in incoming.column_names:
-        column = incoming.column(field_name)
-        orderings = [ordering_of(v, column.type) for v in column.to_pylist()]
-    else:
-        orderings = [NO_ORDERING] * len(keys)
+    orderings = ordering_values(_ordering_column(ctx, incoming), len(keys), ctx.ordering_field or "")
     entries = []
     for row, (key, is_delete, ordering) in enumerate(zip(keys, deletes, orderings)):
         if is_delete and DELETE_FLAG in incoming.column_names and _is_hard_delete(incoming, row):
-            ordering = NO_ORDERING
+            ordering = NATURAL
         entries.append(LogEntry(key, is_delete, ordering, row))
     return entries
 
@@ -336,7 +345,7 @@ def create_files(
         stat.runtime_stats = _runtime(start, "total_create_time")
         stats.append(stat)
         if result.rows_consumed <= 0:
-            raise WriteError(f"cannot write a single record within hoodie.parquet.max.file.size={ctx.max_file_size}")
+            raise WriteError(f"cannot write a single record within hoodie.parquet.max.file.size={ctx.files.parquet.max_file_size}")
         remaining = remaining.slice(result.rows_consumed)
     return stats
 
@@ -364,10 +373,12 @@ def merge_file(
     ensure_partition_metadata(ctx, partition_path, task)
     old = _read_base(ctx, base_rel_path)
     entries = _incoming_entries(ctx, incoming)
-    states = fold_log_records(entries, MergeMode.COMMIT_TIME_ORDERING)
-    ordering = old.column(ctx.ordering_field).combine_chunks() if ctx.ordering_field in old.column_names else None
+    # duplicates of a key (no precombine): the last one, as Hudi's keyToNewRecords map keeps it
+    states = fold_log_records(entries, MergeMode.COMMIT_TIME_ORDERING, _ordering_class(ctx))
     old_keys = record_keys_of(ctx, old)
-    outcome = merge_with_base(old_keys, ordering, states, ctx.merge_mode)
+    outcome = merge_with_base(
+        old_keys, _ordering_column(ctx, old), states, ctx.merge_mode, ctx.soft_deletes_ordered, ctx.ordering_field or ""
+    )
     dropped = set(outcome.dropped_base_rows)
     if dropped:
         mask = np.ones(old.num_rows, dtype=bool)
@@ -475,10 +486,12 @@ def append_log(
     start = time.perf_counter()
     ensure_partition_metadata(ctx, partition_path, task)
     entries = _incoming_entries(ctx, incoming)
-    states = fold_log_records(entries, MergeMode.COMMIT_TIME_ORDERING)
+    # duplicates of a key (no precombine) fold as a reader folds them from one log block
+    states = fold_log_records(entries, ctx.merge_mode, _ordering_class(ctx))
     data_rows = sorted(s.row for s in states.values() if not s.is_delete and s.row is not None)
+    ordering_column = _ordering_column(ctx, incoming)
     deletes = [
-        DeleteRecord(key, partition_path, *_delete_ordering(incoming, s.row, ctx))
+        DeleteRecord(key, partition_path, *_delete_ordering(incoming, s.row, ordering_column))
         for key, s in states.items()
         if s.is_delete
     ]
@@ -539,16 +552,14 @@ def append_log(
     return [stat]
 
 
-def _delete_ordering(incoming: pa.Table, row: int | None, ctx: WriteContext) -> tuple[Any, str | None]:
-    """Ordering value (and its wrapper) a delete block entry carries: the
-    record's own for soft deletes, none for the ``delete`` operation."""
+def _delete_ordering(incoming: pa.Table, row: int | None, column: pa.Array | None) -> tuple[Any, str | None]:
+    """Ordering value (and its wrapper) a delete block entry carries: the record's own
+    for soft deletes (``column``: the ordering column in the writer schema's type, as
+    Hudi's payload holds it), none for the ``delete`` operation."""
     from ..file_group.log_blocks import wrapper_for_type
 
-    if row is None or _is_hard_delete(incoming, row) or not ctx.ordering_field:
+    if row is None or column is None or _is_hard_delete(incoming, row):
         return None, None
-    if ctx.ordering_field not in incoming.column_names:
-        return None, None
-    column = incoming.column(ctx.ordering_field)
     value = column[row].as_py()
     wrapper = wrapper_for_type(column.type)
     if value is None or wrapper is None:
