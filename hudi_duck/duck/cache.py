@@ -326,12 +326,6 @@ def write_bytes(data: bytes, path: str | Path, key: str | None = None) -> None:
     _wrote(path.parent, len(data))
 
 
-def write_atomic(table: pa.Table, path: str | Path) -> None:
-    """Write ``table`` as a sealed entry named after its file (``<name>`` without ``.parquet``)."""
-    path = Path(path)
-    write_parquet(table, path, entry_key(path))
-
-
 def entry_key(path: str | Path) -> str:
     """The key an entry file is sealed with: its name without ``.parquet``."""
     name = Path(path).name

@@ -326,7 +326,9 @@ class Registry:
     def _shrink(self) -> None:
         while self._sizes and (len(self.plans) > self.max_plans or self._bytes > self.max_memory):
             if len(self.plans) > self.max_plans:
-                entry = next(e for e in self._sizes if e[0] == "plan")
+                entry = next((e for e in self._sizes if e[0] == "plan"), None)
+                if entry is None:  # pragma: no cover - every plan has its entry
+                    break
             else:
                 entry = next(iter(self._sizes))
             self._bytes -= self._sizes.pop(entry)
@@ -406,8 +408,11 @@ class Registry:
         payload = cache.read_blob(self._plan_file(token), token, self._secret)
         if payload is None:
             return None
-        stored, plan, options_ref = pickle.loads(payload)
-        if stored != token:
+        try:
+            stored, plan, options_ref = pickle.loads(payload)
+        except (pickle.UnpicklingError, AttributeError, ImportError, EOFError, TypeError, ValueError):
+            return None
+        if stored != token or not isinstance(plan, ReadPlan):
             return None
         if options_ref is not None:
             with self.lock:
