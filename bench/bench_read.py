@@ -234,9 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     def clear_caches() -> None:
         remove(cache_dir)
         cache_dir.mkdir(parents=True, exist_ok=True)
-        with lazy.REGISTRY.lock:
-            lazy.REGISTRY.jobs.clear()
-            lazy.REGISTRY.plans.clear()
+        lazy.REGISTRY.clear()
 
     clear_caches()
     env_start = environment()

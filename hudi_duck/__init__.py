@@ -36,6 +36,7 @@ _LAZY = {
     "connect": ".duck.functions",
     "register": ".duck.functions",
     "set_progress": ".duck.progress",
+    "set_cache_limits": ".duck.lazy",
     "read_snapshot": ".api",
     "read_read_optimized": ".api",
     "read_incremental": ".api",
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
         read_snapshot,
     )
     from .duck.functions import connect, register
+    from .duck.lazy import set_cache_limits
     from .duck.progress import set_progress
 
 
@@ -78,6 +80,7 @@ __all__ = [
     "read_incremental",
     "open_table",
     "set_progress",
+    "set_cache_limits",
     "inspect_table",
     "HudiTableReader",
     "HudiError",

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from .core.table.read_plan import QueryType
+from .core.table.read_plan import QueryType, ReadOptions, ReadPlan
 from .core.table.table import HudiTable
 from .duck.inspect import inspect as _inspect
 from .duck.planner import make_plan, render_plan
@@ -65,9 +65,17 @@ class HudiTableReader:
         self.extract_partition_values_from_path = extract_partition_values_from_path
         self.strict = strict
 
+    @property
+    def options(self) -> ReadOptions:
+        return ReadOptions(self.extract_partition_values_from_path, self.strict)
+
+    def plan(self, kind: str = QueryType.SNAPSHOT.value, first: str | None = None, second: str | None = None) -> ReadPlan:
+        """The read plan of a query (``kind``: snapshot, read_optimized, incremental; times as
+        the read methods take them): a value, the same one the SQL functions run."""
+        return make_plan(kind, self.table, first, second, self.options)
+
     def _read(self, kind: str, first: str | None, second: str | None, columns, filter) -> pa.RecordBatchReader:
-        plan = make_plan(kind, self.table, first, second)
-        sql = render_plan(plan, self.extract_partition_values_from_path, self.strict)
+        sql = render_plan(self.plan(kind, first, second))
         return _execute(sql, columns, filter, self.filesystems)
 
     def snapshot(self, as_of: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None) -> pa.RecordBatchReader:

@@ -31,6 +31,7 @@ from hudi_duck.core.file_group.naming import (
     parse_log_file,
 )
 from hudi_duck.core.file_group.reader import SliceReadContext, read_slice
+from hudi_duck.core.table.fs_view import CommittedInstants
 from hudi_duck.core.schema.avro_arrow import add_meta_fields_avro, avro_json
 from hudi_duck.core.table.table import HudiTable
 
@@ -122,7 +123,7 @@ def _ours(table_path: str, base_name: str, logs: list[str]) -> pa.Table:
     folder = Path(table_path) / PARTITION
     base = parse_base_file(PARTITION, base_name, (folder / base_name).stat().st_size)
     log_files = [parse_log_file(PARTITION, n, (folder / n).stat().st_size) for n in logs]
-    ctx = SliceReadContext(table.storage, table.schema, table.merge_config, lambda _i: True)
+    ctx = SliceReadContext(table.storage, table.schema, table.merge_config, CommittedInstants(frozenset(), None))
     return read_slice(ctx, FileSlice(PARTITION, base.file_id, base.instant_time, base, log_files))
 
 

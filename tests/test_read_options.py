@@ -334,7 +334,7 @@ READ_SCRIPT = textwrap.dedent(
     import hudi_duck
     path, mode = sys.argv[1], sys.argv[2]
     if mode.startswith("cached"):
-        import hudi_duck.duck.sql as rendering
+        import hudi_duck.duck.lazy as rendering
         def no_merge(*args):
             raise AssertionError("the merge should come from the cache")
         rendering.merge_slice_logs = no_merge
@@ -522,7 +522,8 @@ def test_a_warning_never_runs_into_the_progress_line(monkeypatch, tmp_path, caps
     logging.getLogger("hudi_duck").addHandler(handler)
     skipped = SkippedBlock(str(tmp_path / ".f_1.log.1_0-1-1"), 7, 10, UPDATE_INSTANT, "1", None)
     merge = SliceLogMerge(pa.table({"a": pa.array([], pa.int64())}), [], {}, [skipped])
-    job = lazy.REGISTRY.register(lazy.SliceJob(f"test-{tmp_path.name}", lambda: merge, lambda: [skipped]))
+    monkeypatch.setattr(lazy, "merge_slice", lambda state, key: merge)
+    job = lazy.REGISTRY.register(lazy.SliceJob(f"test-{tmp_path.name}"))
     plan = lazy.PlanState({}, strict=False, progress=progress.MergeProgress("hudi_snapshot /t", 2))
     lazy.REGISTRY.register_plan(f"plan-{tmp_path.name}", plan)
     try:

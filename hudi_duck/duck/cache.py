@@ -2,26 +2,124 @@
 
 DuckDB scans base files where they are; what Python computes (the merged
 log rows of a file slice, the rows a slice drops, empty files carrying a
-schema) is written here as parquet so DuckDB's own reader scans it too.
-Entries are keyed by content (file names, sizes, timeline state), written
-atomically, and shared by every query and process on the machine.
+schema, the rows of an inspection view) is written here as parquet so DuckDB's
+own reader scans it too. Entries are keyed by content (file names, sizes,
+timeline state) and shared by every query and process on the machine.
+
+Rules every entry follows:
+
+* **Sealed.** Each parquet entry carries its own key and a SHA-256 of its
+  bytes in its footer metadata (``hudi_duck.cache_entry = <key>:<sha256>``,
+  hashed with the digest's place zeroed). Before a file is handed to DuckDB it
+  is checked once per process and version of the file (device, inode, size,
+  mtime): a truncated, zeroed or damaged file, or another entry copied over
+  it, fails the check and is rebuilt, never read as rows.
+* **Atomic.** Written to a temporary file in the same folder, then renamed:
+  processes sharing the folder see a whole entry or none. Temporary files a
+  dead process left behind are removed after an hour.
+* **Bounded.** The folder is kept under ``HUDI_DUCK_CACHE_MAX_BYTES``
+  (``set_max_bytes``; default 2 GiB): after writes, the least recently used
+  entries go first. Use is recorded in the files' access times; entries used
+  in the last minutes are never removed (a query may be about to open them).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import logging
 import os
+import re
 import tempfile
+import threading
+import time
 import uuid
+from collections import OrderedDict
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger("hudi_duck")
+
+ENV_DIR = "HUDI_DUCK_CACHE_DIR"
+ENV_MAX_BYTES = "HUDI_DUCK_CACHE_MAX_BYTES"
+DEFAULT_MAX_BYTES = 2 * 1024**3
+#: entries used more recently than this are not evicted
+EVICTION_GRACE_SECONDS = 300.0
+#: temporary files older than this belong to a write that died
+STALE_TEMP_SECONDS = 3600.0
+#: eviction frees down to this share of the bound, so it does not run on every write
+_LOW_WATER = 0.9
+#: a use is recorded in the access time at most this often per file
+_TOUCH_SECONDS = 60.0
+_ENTRY_KEY = "hudi_duck.cache_entry"
+_DIGEST_LEN = 64
+_UNSEALED = b"0" * _DIGEST_LEN
+_BLOB_MAGIC = b"HDCBLOB1"
+_LOCK_NAME = ".evict.lock"
+
+_max_bytes_setting: int | None = None
+_state_lock = threading.Lock()
+_made_dirs: dict[tuple[str, str | None], Path] = {}
+#: path -> (device, inode, size, mtime_ns, key) of entries checked in this process
+_checked: "OrderedDict[str, tuple]" = OrderedDict()
+_MAX_CHECKED = 100_000
+#: bytes written per folder since its last eviction check (absent: none yet in this process)
+_written: dict[str, int] = {}
+
+
+# -- configuration ------------------------------------------------------------------------------
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)b?\s*$", re.IGNORECASE)
+
+
+def parse_size(value: int | str) -> int:
+    """Bytes of ``2147483648``, ``'2GiB'``, ``'500 MB'``, ``'1.5g'`` (``k``/``m``/``g``/``t``, 1000 or 1024 with ``i``)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError(f"a cache size cannot be negative: {value}")
+        return value
+    match = _SIZE.match(str(value))
+    if not match:
+        raise ValueError(f"not a size: {value!r} (use bytes, or e.g. '2GiB', '500MB')")
+    number, unit, binary = float(match.group(1)), match.group(2).lower(), bool(match.group(3))
+    if not unit:
+        return int(number)
+    return int(number * (1024 if binary else 1000) ** ("kmgt".index(unit) + 1))
+
+
+def set_max_bytes(value: int | str | None) -> None:
+    """Bound the cache folder (bytes or e.g. ``'2GiB'``); None: ``HUDI_DUCK_CACHE_MAX_BYTES`` or 2 GiB."""
+    global _max_bytes_setting
+    _max_bytes_setting = None if value is None else parse_size(value)
+
+
+def max_bytes() -> int:
+    if _max_bytes_setting is not None:
+        return _max_bytes_setting
+    configured = os.environ.get(ENV_MAX_BYTES, "").strip()
+    if configured:
+        try:
+            return parse_size(configured)
+        except ValueError:
+            log.warning("%s=%r is not a size (e.g. 2GiB); using the default 2 GiB", ENV_MAX_BYTES, configured)
+    return DEFAULT_MAX_BYTES
+
 
 def cache_dir() -> Path:
-    configured = os.environ.get("HUDI_DUCK_CACHE_DIR")
+    """The cache folder (``HUDI_DUCK_CACHE_DIR``, else ``~/.cache/hudi-duck``), created on first use."""
+    configured = os.environ.get(ENV_DIR) or ""
+    made = _made_dirs.get((configured, os.environ.get("XDG_CACHE_HOME")))
+    if made is not None:
+        return made
     if configured:
         path = Path(configured)
     else:
@@ -32,6 +130,7 @@ def cache_dir() -> Path:
     except OSError:
         path = Path(tempfile.gettempdir()) / "hudi-duck-cache"
         path.mkdir(parents=True, exist_ok=True)
+    _made_dirs[(configured, os.environ.get("XDG_CACHE_HOME"))] = path
     return path
 
 
@@ -43,19 +142,202 @@ def digest(*parts: object) -> str:
     return h.hexdigest()
 
 
-def write_atomic(table: pa.Table, path: str | Path) -> None:
-    """Write a parquet file so concurrent readers see all of it or nothing."""
+# -- sealed parquet entries -----------------------------------------------------------------------
+
+
+def seal_parquet(table: pa.Table, key: str) -> bytes:
+    """Parquet bytes of ``table`` whose footer names ``key`` and holds the SHA-256 of the file."""
+    sink = pa.BufferOutputStream()
+    with pq.ParquetWriter(sink, table.schema, compression="zstd", compression_level=1) as writer:
+        writer.write_table(table)
+        writer.add_key_value_metadata({_ENTRY_KEY: f"{key}:{_UNSEALED.decode()}"})
+    data = bytearray(sink.getvalue().to_pybytes())
+    at = _seal_offset(data, key)
+    if at is None:  # pragma: no cover - the writer dropped the metadata
+        raise RuntimeError(f"cache entry {key}: parquet footer metadata was not written")
+    data[at : at + _DIGEST_LEN] = _digest_without_seal(data, at).encode()
+    return bytes(data)
+
+
+def is_sealed(data: bytes | bytearray | memoryview, key: str) -> bool:
+    """Whether ``data`` is a whole parquet entry sealed for ``key``."""
+    at = _seal_offset(data, key)
+    if at is None:
+        return False
+    return hmac.compare_digest(_digest_without_seal(data, at).encode(), bytes(data[at : at + _DIGEST_LEN]))
+
+
+def _seal_offset(data, key: str) -> int | None:
+    """Where the digest sits in the footer, or None when the file is not parquet sealed for ``key``."""
+    size = len(data)
+    if size < 12 or bytes(data[:4]) != b"PAR1" or bytes(data[-4:]) != b"PAR1":
+        return None
+    footer = int.from_bytes(bytes(data[-8:-4]), "little")
+    start = size - 8 - footer
+    if start < 4:
+        return None
+    needle = f"{key}:".encode()
+    at = bytes(data[start : size - 8]).rfind(needle)
+    if at < 0:
+        return None
+    at += start + len(needle)
+    return at if at + _DIGEST_LEN <= size - 8 else None
+
+
+def _digest_without_seal(data, at: int) -> str:
+    view = memoryview(data)
+    h = hashlib.sha256(view[:at])
+    h.update(_UNSEALED)
+    h.update(view[at + _DIGEST_LEN :])
+    return h.hexdigest()
+
+
+def _signature(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _remember(path: str, st: os.stat_result, key: str) -> None:
+    with _state_lock:
+        _checked[path] = _signature(st) + (key,)
+        _checked.move_to_end(path)
+        while len(_checked) > _MAX_CHECKED:
+            _checked.popitem(last=False)
+
+
+def _known_sound(path: str, st: os.stat_result, key: str) -> bool:
+    with _state_lock:
+        return _checked.get(path) == _signature(st) + (key,)
+
+
+def _forget(path: str) -> None:
+    with _state_lock:
+        _checked.pop(path, None)
+
+
+def check(path: str | Path, key: str) -> bool:
+    """Whether ``path`` holds the sound entry ``key`` (read and hashed once per version of the file)."""
+    return read_checked(path, key, need_bytes=False) is not None
+
+
+def read_checked(path: str | Path, key: str, need_bytes: bool = True) -> bytes | None:
+    """The bytes of entry ``key`` at ``path`` if it is sound; None when missing or damaged.
+
+    With ``need_bytes=False`` a file already checked in this process (same
+    version) is not read again; the result is then ``b""``.
+    """
+    path = str(path)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not need_bytes and _known_sound(path, st, key):
+        touch(path, st)
+        return b""
+    fd = _open_fd(path)
+    if fd is None:
+        return None
+    try:
+        data = _checked_bytes(fd, path, key)
+    finally:
+        os.close(fd)
+    return data
+
+
+def open_checked(path: str | Path, key: str) -> int | None:
+    """A read-only descriptor of entry ``key`` at ``path`` if sound (the check is of the very
+    file the descriptor reads, whatever happens to the path afterwards), else None."""
+    path = str(path)
+    fd = _open_fd(path)
+    if fd is None:
+        return None
+    try:
+        st = os.fstat(fd)
+        if _known_sound(path, st, key) or _checked_bytes(fd, path, key) is not None:
+            touch(path, st)
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def _open_fd(path: str) -> int | None:
+    try:
+        return os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+
+
+def _checked_bytes(fd: int, path: str, key: str) -> bytes | None:
+    st = os.fstat(fd)
+    data = os.pread(fd, st.st_size, 0) if st.st_size else b""
+    while len(data) < st.st_size:  # pread may return less on some filesystems
+        more = os.pread(fd, st.st_size - len(data), len(data))
+        if not more:
+            break
+        data += more
+    if not is_sealed(data, key):
+        _forget(path)
+        log.info("hudi-duck cache: %s is damaged or not entry %s; it is rebuilt", path, key)
+        return None
+    _remember(path, st, key)
+    touch(path, st)
+    return data
+
+
+def touch(path: str, st: os.stat_result | None = None) -> None:
+    """Record a use of a cache file (its access time), which eviction orders by."""
+    try:
+        st = st or os.stat(path)
+        now = time.time_ns()
+        if now - st.st_atime_ns > _TOUCH_SECONDS * 1e9:
+            os.utime(path, ns=(now, st.st_mtime_ns))
+    except OSError:
+        pass
+
+
+def write_parquet(table: pa.Table, path: str | Path, key: str) -> None:
+    """Write ``table`` as sealed entry ``key`` so concurrent readers see all of it or nothing."""
+    write_bytes(seal_parquet(table, key), path, key)
+
+
+def write_bytes(data: bytes, path: str | Path, key: str | None = None) -> None:
+    """Write a file atomically (temporary file + rename); remember it as sound entry ``key``."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    pq.write_table(table, tmp, compression="zstd", compression_level=1)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileNotFoundError:  # the folder was removed while this process ran
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        st = os.fstat(fd)
+    except BaseException:
+        os.close(fd)
+        _unlink(str(tmp))
+        raise
+    os.close(fd)
     os.replace(tmp, path)
+    if key is not None:
+        _remember(str(path), st, key)
+    _wrote(path.parent, len(data))
+
+
+def entry_key(path: str | Path) -> str:
+    """The key an entry file is sealed with: its name without ``.parquet``."""
+    name = Path(path).name
+    return name[: -len(".parquet")] if name.endswith(".parquet") else name
 
 
 def cached_parquet(key: str, suffix: str, build: Callable[[], pa.Table]) -> str:
-    """Path of a cached parquet file, building it on first use."""
+    """Path of a cached parquet file, built on first use and rebuilt when damaged."""
     path = cache_dir() / f"{key}.{suffix}.parquet"
-    if not path.exists():
-        write_atomic(build(), path)
+    name = f"{key}.{suffix}"
+    if not check(path, name):
+        write_parquet(build(), path, name)
     return str(path)
 
 
@@ -64,3 +346,131 @@ def schema_file(schema: pa.Schema) -> str:
     opening any table file (so pruned files are never touched)."""
     key = digest("schema", schema.to_string(show_schema_metadata=False))
     return cached_parquet(key, "schema", schema.empty_table)
+
+
+# -- sealed blobs (files only this process reads back) -------------------------------------------
+
+
+def write_blob(path: str | Path, key: str, payload: bytes, secret: bytes) -> None:
+    """Write ``payload`` signed with ``secret`` (HMAC-SHA256 over key and payload)."""
+    mac = hmac.new(secret, key.encode() + b"\x00" + payload, hashlib.sha256).digest()
+    write_bytes(_BLOB_MAGIC + mac + payload, path)
+
+
+def read_blob(path: str | Path, key: str, secret: bytes) -> bytes | None:
+    """The payload of a blob written with ``write_blob`` for ``key`` and ``secret``; None otherwise."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    head = len(_BLOB_MAGIC) + 32
+    if len(data) < head or not data.startswith(_BLOB_MAGIC):
+        return None
+    payload = data[head:]
+    mac = hmac.new(secret, key.encode() + b"\x00" + payload, hashlib.sha256).digest()
+    if not hmac.compare_digest(mac, data[len(_BLOB_MAGIC) : head]):
+        return None
+    touch(str(path))
+    return payload
+
+
+# -- the size bound -------------------------------------------------------------------------------
+
+
+def _wrote(folder: Path, nbytes: int) -> None:
+    """Count a write; check the bound at a folder's first write in this process and after
+    every twentieth of the bound written since."""
+    text = str(folder)
+    limit = max_bytes()
+    with _state_lock:
+        pending = _written.get(text)
+        due = pending is None or pending + nbytes >= max(limit // 20, 1)
+        _written[text] = 0 if due else pending + nbytes
+    if due:
+        evict(folder, limit)
+
+
+def evict(folder: str | Path | None = None, limit: int | None = None) -> int:
+    """Remove least recently used entries until the folder is under the bound; returns bytes freed.
+
+    Another process evicting the same folder at the same time makes this a no-op.
+    """
+    folder = Path(folder) if folder is not None else cache_dir()
+    limit = max_bytes() if limit is None else limit
+    with _eviction_lock(folder) as locked:
+        if not locked:
+            return 0
+        entries, total = _entries(folder)
+        if total <= limit:
+            return 0
+        target = int(limit * _LOW_WATER)
+        now = time.time()
+        freed = 0
+        for used, size, path in sorted(entries):
+            if total <= target or now - used < EVICTION_GRACE_SECONDS:
+                break
+            if _unlink(path):
+                total -= size
+                freed += size
+        if freed:
+            log.info("hudi-duck cache %s: removed %d bytes of least recently used entries", folder, freed)
+        return freed
+
+
+def _entries(folder: Path) -> tuple[list[tuple[float, int, str]], int]:
+    """(last use, size, path) of every entry, and their total size; stale temporary files are removed."""
+    now = time.time()
+    entries = []
+    total = 0
+    try:
+        listing = list(os.scandir(folder))
+    except OSError:
+        return [], 0
+    for entry in listing:
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if entry.name.startswith("."):
+            if entry.name.endswith(".tmp") and now - st.st_mtime > STALE_TEMP_SECONDS:
+                _unlink(entry.path)
+            continue
+        total += st.st_size
+        entries.append((st.st_atime, st.st_size, entry.path))
+    return entries, total
+
+
+def _unlink(path: str) -> bool:
+    _forget(path)
+    try:
+        os.unlink(path)
+        return True
+    except OSError:
+        return False
+
+
+@contextmanager
+def _eviction_lock(folder: Path) -> Iterator[bool]:
+    if fcntl is None:  # pragma: no cover
+        yield True
+        return
+    try:
+        fd = os.open(folder / _LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

@@ -7,7 +7,8 @@ lists, maps and timestamps with their types. Files are content-addressed: views
 of the timeline are keyed by the timeline's (and archive's) file names, so a
 repeated query reads nothing but the timeline listing; the log-block dump is
 keyed by the log files' names and sizes; views of the latest file slices by
-their content.
+their content. They follow the cache's rules (``cache.py``): sealed, checked
+before DuckDB reads them, rebuilt when damaged, evicted least recently used.
 """
 
 from __future__ import annotations

@@ -1,30 +1,40 @@
 """Merging file slices lazily, only for the slices DuckDB actually scans.
 
 Planning a query must not open the log files of partitions a filter prunes.
-So the planner only *registers* each slice with logs here; the merge runs
-the first time DuckDB needs its result:
+So the renderer only *registers* a read plan here; a slice's merge runs the
+first time DuckDB needs its result:
 
-* the winning log rows are served as ``hudiduck://<slice key>/<plan>/logrows.parquet``
+* the winning log rows are served as ``hudiduck://<slice key>/<plan token>/logrows.parquet``
   through an fsspec filesystem registered on the connection; DuckDB opens it
   only if file pruning keeps it;
 * the base rows a slice's logs replace are filtered by the vectorised UDF
-  ``hudi_duck_keep(plan, filename, row)``, which runs only on rows DuckDB read.
+  ``hudi_duck_keep(plan token, filename, row)``, which runs only on rows DuckDB read.
 
-Results are cached on local disk (``cache.py``) and shared across queries and
-processes. A merge's result records the corrupt log blocks it skipped, so
-every plan that uses it, merged now or found in the cache, in this process or
-another, warns about them (once per log file per process) or, when the plan is
-strict, fails.
+Results are cached on local disk (``cache.py``: sealed, atomic, bounded) and
+shared across queries and processes. A merge's result records the corrupt log
+blocks it skipped, so every plan that uses it, merged now or found in the
+cache, in this process or another, warns about them (once per log file per
+process) or, when the plan is strict, fails.
+
+The registry of plans and slices is bounded (``max_plans``, ``max_memory``;
+least recently used first). A plan token in generated SQL always leads back to
+its plan: a plan pushed out of memory is kept as plain data beside the cache
+(signed with a key only this process knows; storage options stay in memory)
+and read back when its query still scans.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import logging
 import os
+import pickle
+import secrets
 import threading
-from dataclasses import dataclass, field
-from typing import Callable
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -32,25 +42,117 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from fsspec import AbstractFileSystem
 
+from ..core.errors import HudiError
+from ..core.file_group.file_slice import FileSlice
 from ..core.file_group.log_scanner import SkippedBlock, report_skipped_blocks
-from ..core.file_group.reader import SliceLogMerge
-from . import cache
+from ..core.file_group.reader import SliceLogMerge, SliceReadContext, corrupt_blocks, merge_slice_logs
+from ..core.table.read_plan import ReadPlan, digest_of
+from . import cache, progress as progress_line
 from .progress import MergeProgress, clear_line
+
+log = logging.getLogger("hudi_duck")
 
 PROTOCOL = "hudiduck"
 KEEP_FUNCTION = "hudi_duck_keep"
+#: Changes when what a cached slice merge holds changes (older entries are not reused).
+MERGE_CACHE_VERSION = 3
+ENV_MAX_PLANS = "HUDI_DUCK_MAX_PLANS"
+ENV_MAX_MEMORY = "HUDI_DUCK_MAX_PLAN_MEMORY"
+DEFAULT_MAX_PLANS = 256
+DEFAULT_MAX_MEMORY = 256 * 1024**2
 _EPOCH = _dt.datetime(2000, 1, 1, tzinfo=_dt.timezone.utc)
 _SKIPPED_KEY = b"hudi_duck.skipped_corrupt_blocks"
+#: rough bytes a registered plan holds per slice, and a slice job without its merge loaded
+_SLICE_BYTES = 600
+_JOB_BYTES = 300
+_MAX_STORAGE_OPTIONS = 1024
+
+
+def slice_keys(plan: ReadPlan) -> list[tuple[str, FileSlice]]:
+    """The cache key of each slice a plan merges: what its merge depends on, nothing more.
+
+    A merge depends on the slice's files (names and sizes), the instants whose
+    blocks count, the output schema, the merge rules and, for tables without
+    stored keys, the key generator; not on the query type, other slices or
+    options such as ``strict``.
+    """
+    common = cache.digest(
+        MERGE_CACHE_VERSION,
+        plan.base_uri,
+        digest_of(plan.instants),
+        plan.schema.to_string(),
+        digest_of(plan.merge),
+        digest_of(plan.key_generator),
+    )
+    return [(cache.digest(common, s.slice_id, _slice_files(s)), s) for s in plan.slices_with_logs]
+
+
+def _slice_files(s: FileSlice) -> list[tuple[str, int]]:
+    files = []
+    if s.base_file is not None:
+        files.append((s.base_file.file_name, s.base_file.size))
+    files.extend((log_file.file_name, log_file.size) for log_file in s.sorted_logs())
+    return files
+
+
+def merge_slice(state: "PlanState", key: str) -> SliceLogMerge:
+    """Merge the slice ``key`` of a plan (the core's merge, on the plan's data)."""
+    return merge_slice_logs(state.context(), state.slice(key))
+
+
+def find_corrupt_blocks(state: "PlanState", key: str) -> list[SkippedBlock]:
+    """The corrupt blocks a merge of slice ``key`` would skip, from the log framing alone."""
+    return corrupt_blocks(state.context(), state.slice(key))
+
+
+@dataclass
+class PlanState:
+    """What the scan of one plan needs: its slices, strictness and progress."""
+
+    base_files: dict[str, str]  # base file URI -> slice key
+    strict: bool = False
+    progress: MergeProgress | None = None
+    plan: ReadPlan | None = None
+    slices: dict[str, FileSlice] = field(default_factory=dict)  # slice key -> slice
+    _context: SliceReadContext | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def of(cls, plan: ReadPlan, shown: bool = True) -> "PlanState":
+        keyed = slice_keys(plan)
+        base_files = {plan.location.uri(s.base_file.path): key for key, s in keyed if s.base_file is not None}
+        label = f"hudi_{plan.query_type.value} {plan.base_uri}"
+        shown_progress = progress_line.for_plan(label, len(keyed)) if shown else None
+        return cls(base_files, plan.options.strict, shown_progress, plan, dict(keyed))
+
+    def context(self) -> SliceReadContext:
+        with self._lock:
+            if self._context is None:
+                if self.plan is None:
+                    raise HudiError("hudi-duck: this plan has no table to read")
+                self._context = SliceReadContext.for_plan(self.plan)
+            return self._context
+
+    def slice(self, key: str) -> FileSlice:
+        try:
+            return self.slices[key]
+        except KeyError:
+            raise FileNotFoundError(f"{PROTOCOL}://{key}: not a slice of this plan") from None
+
+    @property
+    def keys(self) -> list[str]:
+        return list(self.slices)
+
+    @property
+    def nbytes(self) -> int:
+        return 1024 + _SLICE_BYTES * (len(self.slices) + len(self.plan.slices if self.plan else ()))
 
 
 @dataclass
 class SliceJob:
-    """How to merge one slice, and where its results live once merged."""
+    """One slice's merge: where its results live, and them once loaded."""
 
     key: str
-    build: Callable[[], SliceLogMerge]
-    #: the corrupt blocks ``build`` would skip, found without merging
-    find_corrupt: Callable[[], list[SkippedBlock]]
     lock: threading.Lock = field(default_factory=threading.Lock)
     dropped: np.ndarray | None = None
     skipped: list[SkippedBlock] = field(default_factory=list)
@@ -63,106 +165,293 @@ class SliceJob:
     def dropped_file(self) -> str:
         return str(cache.cache_dir() / f"{self.key}.dropped.parquet")
 
-    def ensure(self, progress: MergeProgress | None = None) -> None:
-        """Merge the slice (once) unless a previous run left its results on disk."""
-        merged_here = False
-        with self.lock:
-            if self.dropped is None:
-                try:
-                    self._load()
-                except (FileNotFoundError, OSError, pa.ArrowInvalid, KeyError, ValueError):
-                    merged_here = True
-                    self._merge_with(progress)
-        if progress is not None and not merged_here:
-            progress.finished(self.key, merged=False)
+    @property
+    def nbytes(self) -> int:
+        return _JOB_BYTES + (self.dropped.nbytes if self.dropped is not None else 0) + 200 * len(self.skipped)
 
-    def corrupt_blocks(self) -> list[SkippedBlock]:
+    def ensure(self, state: PlanState) -> bool:
+        """Merge the slice (once) unless its sound results are on disk (from any process).
+
+        Returns whether the results were taken in now (loaded or merged). Once
+        they are in memory, the memory is what the scan uses; the merged log
+        rows file is checked again each time DuckDB opens it (``open_logrows``).
+        """
+        merged_here = loaded = False
+        if self.dropped is None:
+            with self.lock:
+                if self.dropped is None:
+                    loaded = True
+                    if not self._load():
+                        merged_here = True
+                        self._merge_with(state)
+        if state.progress is not None and not merged_here:
+            state.progress.finished(self.key, merged=False)
+        return loaded
+
+    def open_logrows(self, state: PlanState) -> int:
+        """A descriptor of the sound merged log rows (merged again if the cached file is damaged)."""
+        for _ in range(3):
+            fd = cache.open_checked(self.logrows_file, f"{self.key}.logrows")
+            if fd is not None:
+                return fd
+            self._forget()
+            self.ensure(state)
+        raise HudiError(f"hudi-duck cannot keep the merged rows of a file slice in {cache.cache_dir()}")
+
+    def logrows_size(self, state: PlanState) -> int:
+        """Size of the sound merged log rows file (merged again if the cached file is damaged)."""
+        for _ in range(3):
+            if cache.check(self.logrows_file, f"{self.key}.logrows"):
+                try:
+                    return os.path.getsize(self.logrows_file)
+                except OSError:
+                    pass
+            self._forget()
+            self.ensure(state)
+        raise HudiError(f"hudi-duck cannot keep the merged rows of a file slice in {cache.cache_dir()}")
+
+    def _forget(self) -> None:
+        with self.lock:
+            self.dropped = None
+
+    def corrupt_blocks(self, state: PlanState) -> list[SkippedBlock]:
         """What the merge skips: recorded with its result when merged (here or in the
         cache), else found by scanning the log framing."""
         with self.lock:
-            if self.dropped is None:
-                try:
-                    self._load()
-                except (FileNotFoundError, OSError, pa.ArrowInvalid, KeyError, ValueError):
-                    return self.find_corrupt()
+            if self.dropped is None and not self._load():
+                return find_corrupt_blocks(state, self.key)
             return list(self.skipped)
 
-    def _merge_with(self, progress: MergeProgress | None) -> None:
-        if progress is None:
-            self._merge()
-            return
-        progress.started(self.key)
+    def _load(self) -> bool:
+        """Take the results from the cache if both files are sound."""
+        data = cache.read_checked(self.dropped_file, f"{self.key}.dropped")
+        if data is None or not cache.check(self.logrows_file, f"{self.key}.logrows"):
+            return False
         try:
-            self._merge()
+            table = pq.read_table(pa.BufferReader(data))
+            recorded = (table.schema.metadata or {})[_SKIPPED_KEY]
+            self.skipped = [SkippedBlock.from_dict(d) for d in json.loads(recorded)]
+            self.dropped = np.asarray(table.column("row").to_numpy(), dtype=np.int64)
+        except (pa.ArrowInvalid, KeyError, ValueError, TypeError):
+            return False
+        return True
+
+    def _merge_with(self, state: PlanState) -> None:
+        shown = state.progress
+        if shown is None:
+            self._merge(state)
+            return
+        shown.started(self.key)
+        try:
+            self._merge(state)
         finally:
-            progress.finished(self.key, merged=True)
+            shown.finished(self.key, merged=True)
 
-    def _load(self) -> None:
-        table = pq.read_table(self.dropped_file)
-        if not _exists(self.logrows_file):
-            raise FileNotFoundError(self.logrows_file)
-        recorded = (table.schema.metadata or {})[_SKIPPED_KEY]
-        self.skipped = [SkippedBlock.from_dict(d) for d in json.loads(recorded)]
-        self.dropped = np.asarray(table.column("row").to_numpy(), dtype=np.int64)
-
-    def _merge(self) -> None:
-        merged = self.build()
-        cache.write_atomic(merged.log_rows, self.logrows_file)
+    def _merge(self, state: PlanState) -> None:
+        merged = merge_slice(state, self.key)
+        cache.write_parquet(merged.log_rows, self.logrows_file, f"{self.key}.logrows")
         rows = pa.array(sorted(merged.dropped_base_rows), pa.int64())
         skipped = json.dumps([b.to_dict() for b in merged.skipped_blocks])
         dropped = pa.table({"row": rows}).replace_schema_metadata({_SKIPPED_KEY: skipped.encode()})
-        cache.write_atomic(dropped, self.dropped_file)
+        cache.write_parquet(dropped, self.dropped_file, f"{self.key}.dropped")
         self.skipped = list(merged.skipped_blocks)
         self.dropped = np.asarray(rows.to_numpy(), dtype=np.int64)
 
 
-@dataclass
-class PlanState:
-    """What the scan of one plan needs: its slices, strictness and progress."""
-
-    base_files: dict[str, str]  # base file URI -> slice key
-    strict: bool = False
-    progress: MergeProgress | None = None
-
-
-def _exists(path: str) -> bool:
-    return os.path.exists(path)
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return cache.parse_size(value)
+    except ValueError:
+        log.warning("%s=%r is not a number; using %d", name, value, default)
+        return default
 
 
 class Registry:
-    """Slices registered by plans, and which base file of a plan belongs to which slice."""
+    """Plans and slice jobs of this process: a bounded LRU, with evicted plans recoverable.
 
-    def __init__(self, max_plans: int = 256):
-        self.jobs: dict[str, SliceJob] = {}
-        self.plans: dict[str, PlanState] = {}
-        self.lock = threading.Lock()
-        self.max_plans = max_plans
+    ``max_plans`` bounds the plans kept in memory, ``max_memory`` the bytes of
+    plans and loaded merges together (estimates). Evicting is always safe: a
+    slice job is reloaded from the disk cache (or merged again), a plan from
+    the file written when it was evicted.
+    """
 
+    def __init__(self, max_plans: int | None = None, max_memory: int | None = None):
+        self.plans: OrderedDict[str, PlanState] = OrderedDict()
+        self.jobs: OrderedDict[str, SliceJob] = OrderedDict()
+        self.lock = threading.RLock()
+        self._max_plans = max_plans
+        self._max_memory = max_memory
+        self._sizes: OrderedDict[tuple[str, str], int] = OrderedDict()  # LRU of ("plan"|"job", id) -> bytes
+        self._bytes = 0
+        self._secret = secrets.token_bytes(32)
+        self._process = secrets.token_hex(6)
+        self._storage_options: OrderedDict[str, tuple] = OrderedDict()
+        self.evicted_plans = 0
+        self.recovered_plans = 0
+        self.max_plans = DEFAULT_MAX_PLANS
+        self.max_memory = DEFAULT_MAX_MEMORY
+        self.configure(max_plans, max_memory)
+
+    # -- bounds -------------------------------------------------------------------------------
+    def configure(self, max_plans: int | None = None, max_memory: int | str | None = None) -> None:
+        """Set the bounds (None: from ``HUDI_DUCK_MAX_PLANS`` / ``HUDI_DUCK_MAX_PLAN_MEMORY`` or the defaults)."""
+        if max_plans is not None and max_plans < 1:
+            raise ValueError(f"max_plans must be at least 1, not {max_plans}")
+        with self.lock:
+            self._max_plans = max_plans
+            self._max_memory = None if max_memory is None else cache.parse_size(max_memory)
+            self.max_plans = max_plans if max_plans is not None else max(1, _env_int(ENV_MAX_PLANS, DEFAULT_MAX_PLANS))
+            self.max_memory = self._max_memory if self._max_memory is not None else _env_int(ENV_MAX_MEMORY, DEFAULT_MAX_MEMORY)
+            self._shrink()
+
+    def clear(self) -> None:
+        """Forget every plan and job held in memory (they are recovered on demand)."""
+        with self.lock:
+            for token, state in list(self.plans.items()):
+                self._persist(token, state)
+            self.plans.clear()
+            self.jobs.clear()
+            self._sizes.clear()
+            self._bytes = 0
+
+    def _used(self, kind: str, name: str, nbytes: int) -> None:
+        entry = (kind, name)
+        self._bytes += nbytes - self._sizes.get(entry, 0)
+        self._sizes[entry] = nbytes
+        self._sizes.move_to_end(entry)
+
+    def _shrink(self) -> None:
+        while self._sizes and (len(self.plans) > self.max_plans or self._bytes > self.max_memory):
+            if len(self.plans) > self.max_plans:
+                entry = next((e for e in self._sizes if e[0] == "plan"), None)
+                if entry is None:  # pragma: no cover - every plan has its entry
+                    break
+            else:
+                entry = next(iter(self._sizes))
+            self._bytes -= self._sizes.pop(entry)
+            kind, name = entry
+            if kind == "plan":
+                state = self.plans.pop(name, None)
+                if state is not None:
+                    self._persist(name, state)
+                    self.evicted_plans += 1
+            else:
+                self.jobs.pop(name, None)
+
+    # -- plans --------------------------------------------------------------------------------
+    def register_plan(self, token: str, plan: PlanState) -> None:
+        with self.lock:
+            self.plans[token] = plan
+            self.plans.move_to_end(token)
+            self._used("plan", token, plan.nbytes)
+            self._shrink()
+
+    def register_read(self, plan: ReadPlan) -> tuple[str, PlanState]:
+        """Register a plan's merges; returns its token (a digest of the plan) and its state.
+
+        A plan registered again (the same query) keeps its slices and gets a new
+        progress counter.
+        """
+        token = plan.fingerprint()
+        with self.lock:
+            known = self.plans.get(token)
+        if known is not None and known.plan is not None:
+            label = f"hudi_{plan.query_type.value} {plan.base_uri}"
+            state = replace(known, progress=progress_line.for_plan(label, len(known.slices)))
+        else:
+            state = PlanState.of(plan)
+        if plan.location.storage_options:
+            self._keep_storage_options(plan)
+        self.register_plan(token, state)
+        return token, state
+
+    def plan(self, token: str) -> PlanState:
+        with self.lock:
+            state = self.plans.get(token)
+            if state is not None:
+                self.plans.move_to_end(token)
+                self._sizes.move_to_end(("plan", token))
+                return state
+        state = self._recover(token)
+        if state is None:
+            raise HudiError(
+                f"hudi-duck plan {token} is no longer known: it was pushed out of memory and its copy in "
+                f"{cache.cache_dir()} is gone (the cache was cleared); run the query again"
+            )
+        self.register_plan(token, state)
+        return state
+
+    def _plan_file(self, token: str) -> str:
+        return str(cache.cache_dir() / f"{token}.{self._process}.plan")
+
+    def _persist(self, token: str, state: PlanState) -> None:
+        """Keep an evicted plan beside the cache (storage options stay in memory)."""
+        if state.plan is None:
+            return
+        plan = state.plan
+        options_ref = None
+        if plan.location.storage_options:
+            options_ref = digest_of(plan.location.storage_options)
+            plan = replace(plan, location=replace(plan.location, storage_options=()))
+        try:
+            payload = pickle.dumps((token, plan, options_ref), protocol=pickle.HIGHEST_PROTOCOL)
+            path = self._plan_file(token)
+            if cache.read_blob(path, token, self._secret) is None:
+                cache.write_blob(path, token, payload, self._secret)
+        except (OSError, pickle.PicklingError, TypeError, AttributeError) as exc:
+            log.warning("hudi-duck could not keep plan %s in %s: %s", token, cache.cache_dir(), exc)
+
+    def _recover(self, token: str) -> PlanState | None:
+        payload = cache.read_blob(self._plan_file(token), token, self._secret)
+        if payload is None:
+            return None
+        try:
+            stored, plan, options_ref = pickle.loads(payload)
+        except (pickle.UnpicklingError, AttributeError, ImportError, EOFError, TypeError, ValueError):
+            return None
+        if stored != token or not isinstance(plan, ReadPlan):
+            return None
+        if options_ref is not None:
+            with self.lock:
+                options = self._storage_options.get(options_ref)
+            if options is None:
+                return None
+            plan = replace(plan, location=replace(plan.location, storage_options=options))
+        self.recovered_plans += 1
+        return PlanState.of(plan)
+
+    def _keep_storage_options(self, plan: ReadPlan) -> None:
+        options = plan.location.storage_options
+        ref = digest_of(options)
+        with self.lock:
+            self._storage_options[ref] = options
+            self._storage_options.move_to_end(ref)
+            while len(self._storage_options) > _MAX_STORAGE_OPTIONS:
+                self._storage_options.popitem(last=False)
+
+    # -- slice jobs ---------------------------------------------------------------------------
     def register(self, job: SliceJob) -> SliceJob:
         with self.lock:
             existing = self.jobs.get(job.key)
             if existing is not None:
                 return existing
             self.jobs[job.key] = job
-            return job
-
-    def register_plan(self, token: str, plan: PlanState) -> None:
-        with self.lock:
-            self.plans[token] = plan
-            while len(self.plans) > self.max_plans:
-                self.plans.pop(next(iter(self.plans)))
+            self._used("job", job.key, job.nbytes)
+            self._shrink()
+            return self.jobs.get(job.key, job)
 
     def job(self, key: str) -> SliceJob:
-        try:
-            return self.jobs[key]
-        except KeyError:
-            raise FileNotFoundError(f"{PROTOCOL}://{key}: unknown slice (plan it again)") from None
-
-    def plan(self, token: str) -> PlanState:
-        plan = self.plans.get(token)
-        if plan is None:
-            raise RuntimeError(f"hudi-duck plan {token} is no longer known; run the query again")
-        return plan
+        """The job of slice ``key`` (a new one, loaded from the cache on demand, if it was evicted)."""
+        with self.lock:
+            existing = self.jobs.get(key)
+            if existing is not None:
+                self.jobs.move_to_end(key)
+                self._sizes.move_to_end(("job", key))
+                return existing
+        return self.register(SliceJob(key))
 
     def ensure(self, key: str, token: str, judge: bool = True) -> SliceJob:
         """The merged slice for a plan; reports the corrupt blocks its merge skipped.
@@ -171,22 +460,32 @@ class Registry:
         error would surface as a traceback) leaves warnings and strict
         failures to the actual read.
         """
-        plan = self.plan(token)
+        state = self.plan(token)
         job = self.job(key)
-        job.ensure(plan.progress)
+        if job.ensure(state):
+            with self.lock:
+                if key in self.jobs:
+                    self._used("job", key, job.nbytes)
+                    self._shrink()
         if job.skipped and judge:
             clear_line()  # a warning must not run into the progress line
-            report_skipped_blocks(job.skipped, plan.strict)
+            report_skipped_blocks(job.skipped, state.strict)
         return job
 
-    def check_strict(self, keys: list[str]) -> None:
+    def open_logrows(self, key: str, token: str) -> int:
+        """A descriptor of slice ``key``'s merged log rows, for DuckDB to read."""
+        job = self.ensure(key, token)
+        return job.open_logrows(self.plan(token))
+
+    def check_strict(self, keys: list[str], token: str | None = None) -> None:
         """Fail a strict plan now, while planning, if a slice it reads has a skipped corrupt block.
 
         Checking before the scan makes the failure independent of what DuckDB
         prunes and gives a clean error; the merges themselves stay lazy.
         """
+        state = self.plan(token) if token is not None else None
         for key in keys:
-            report_skipped_blocks(self.job(key).corrupt_blocks(), strict=True)
+            report_skipped_blocks(self.job(key).corrupt_blocks(state), strict=True)
 
     def keep(self, token: str, filenames: pa.Array, rows: pa.Array) -> pa.Array:
         """Mask of base rows that survive their slice's logs.
@@ -205,14 +504,14 @@ class Registry:
             key = mapping.get(name)
             if key is None:
                 continue
-            job = self.ensure(key, token)
-            if not len(job.dropped):
+            dropped = self.ensure(key, token).dropped
+            if dropped is None or not len(dropped):
                 continue
             if indices is None:
-                keep = ~_sorted_contains(job.dropped, row_values)
+                keep = ~_sorted_contains(dropped, row_values)
             else:
                 positions = np.nonzero(indices == i)[0]
-                keep[positions] = ~_sorted_contains(job.dropped, row_values[positions])
+                keep[positions] = ~_sorted_contains(dropped, row_values[positions])
         return pa.array(keep, pa.bool_())
 
 
@@ -225,6 +524,32 @@ def _sorted_contains(sorted_values: np.ndarray, probes: np.ndarray) -> np.ndarra
 
 
 REGISTRY = Registry()
+
+
+_UNCHANGED: Any = object()
+
+
+def set_cache_limits(
+    max_bytes: int | str | None = _UNCHANGED,
+    max_plans: int | None = _UNCHANGED,
+    max_memory: int | str | None = _UNCHANGED,
+) -> None:
+    """Bound hudi-duck's caches; an argument left out keeps its bound, None restores the default.
+
+    * ``max_bytes``: the cache folder on disk (``HUDI_DUCK_CACHE_MAX_BYTES``, default 2 GiB);
+    * ``max_plans``: read plans kept in memory (``HUDI_DUCK_MAX_PLANS``, default 256);
+    * ``max_memory``: bytes of plans and merged slices kept in memory
+      (``HUDI_DUCK_MAX_PLAN_MEMORY``, default 256 MiB).
+
+    Sizes are bytes or text such as ``'2GiB'`` or ``'500MB'``.
+    """
+    if max_bytes is not _UNCHANGED:
+        cache.set_max_bytes(max_bytes)
+    plans = REGISTRY._max_plans if max_plans is _UNCHANGED else max_plans
+    memory = REGISTRY._max_memory if max_memory is _UNCHANGED else max_memory
+    REGISTRY.configure(plans, memory)
+    if max_bytes is not _UNCHANGED:
+        cache.evict()
 
 
 def keep_rows(tokens: pa.Array, filenames: pa.Array, rows: pa.Array) -> pa.Array:
@@ -260,8 +585,8 @@ class PositionalReader:
     and reads are ``os.pread`` at it.
     """
 
-    def __init__(self, path: str):
-        self._fd = os.open(path, os.O_RDONLY)
+    def __init__(self, path: str, fd: int | None = None):
+        self._fd = os.open(path, os.O_RDONLY) if fd is None else fd
         self.size = os.fstat(self._fd).st_size
         self._local = threading.local()
         self.closed = False
@@ -322,8 +647,9 @@ class LazySliceFileSystem(AbstractFileSystem):
     def _open(self, path, mode="rb", **kwargs):
         if "r" not in mode:
             raise PermissionError(f"{PROTOCOL}:// files are read-only")
-        job = REGISTRY.ensure(*_key_and_token(path))
-        return PositionalReader(job.logrows_file)
+        key, token = _key_and_token(path)
+        fd = REGISTRY.open_logrows(key, token)
+        return PositionalReader(str(path), fd)
 
     def info(self, path, **kwargs):
         key, token = _key_and_token(path)
@@ -333,7 +659,7 @@ class LazySliceFileSystem(AbstractFileSystem):
         # compute) the real size once the file is really being read.
         if str(path).startswith(f"{PROTOCOL}://") or job.dropped is not None:
             job = REGISTRY.ensure(key, token, judge=False)
-            size = os.path.getsize(job.logrows_file)
+            size = job.logrows_size(REGISTRY.plan(token))
         return {"name": path, "size": size, "type": "file"}
 
     def ls(self, path, detail=True, **kwargs):

@@ -6,27 +6,29 @@ import logging
 import time
 from typing import Any
 
-from ..core.table.read_plan import ReadPlan, parse_query_time, plan_incremental, plan_read_optimized, plan_snapshot
+from ..core.table.read_plan import (
+    ReadOptions,
+    ReadPlan,
+    parse_query_time,
+    plan_incremental,
+    plan_read_optimized,
+    plan_snapshot,
+)
 from ..core.table.table import HudiTable
-from . import cache
 from .sql import SqlRenderer
 
 log = logging.getLogger("hudi_duck")
 
 
-def timeline_signature(table: HudiTable) -> str:
-    """Changes whenever an instant appears, completes or vanishes."""
-    names = [i.file_name(table.timeline.layout_version) for i in table.timeline.instants]
-    return cache.digest(names)
-
-
-def make_plan(kind: str, table: HudiTable, first: str | None, second: str | None) -> ReadPlan:
+def make_plan(
+    kind: str, table: HudiTable, first: str | None, second: str | None, options: ReadOptions = ReadOptions()
+) -> ReadPlan:
     if kind == "snapshot":
-        return plan_snapshot(table, as_of=first)
+        return plan_snapshot(table, as_of=first, options=options)
     if kind == "read_optimized":
-        return plan_read_optimized(table, as_of=first)
+        return plan_read_optimized(table, as_of=first, options=options)
     if kind == "incremental":
-        return plan_incremental(table, begin=first, end=second)
+        return plan_incremental(table, begin=first, end=second, options=options)
     raise ValueError(f"unknown query kind {kind!r}")
 
 
@@ -37,18 +39,17 @@ def check_times(kind: str, path: str, first: str | None, second: str | None) -> 
         parse_query_time(what, value, path)
 
 
-def render_plan(plan: ReadPlan, values_from_path: bool = True, strict: bool = False) -> str:
-    """SQL for a plan; ``values_from_path`` mirrors Hudi's
-    ``hoodie.datasource.read.extract.partition.values.from.path``; a ``strict``
-    plan fails on a corrupt log block instead of skipping it."""
+def render_plan(plan: ReadPlan) -> str:
+    """SQL for a plan (its options say where partition values come from and whether
+    a corrupt log block fails the read)."""
     started = time.perf_counter()
-    renderer = SqlRenderer(plan, timeline_signature(plan.table), values_from_path, strict)
+    renderer = SqlRenderer(plan)
     sql = renderer.render()
     stats = renderer.stats
     log.info(
         "%s %s: %d base files, %d merged slices in %.3fs",
         plan.query_type.value,
-        plan.table.base_uri,
+        plan.base_uri,
         stats.base_files,
         stats.merged_slices,
         time.perf_counter() - started,
@@ -65,6 +66,9 @@ def plan_sql(
     values_from_path: bool = True,
     strict: bool = False,
 ) -> str:
+    """SQL of ``hudi_<kind>(path, ...)``; ``options`` are the storage options, ``values_from_path``
+    Hudi's ``hoodie.datasource.read.extract.partition.values.from.path``."""
     check_times(kind, path, first, second)
     table = HudiTable(path, options)
-    return render_plan(make_plan(kind, table, first, second), values_from_path, strict)
+    read_options = ReadOptions(extract_partition_values_from_path=values_from_path, strict=strict)
+    return render_plan(make_plan(kind, table, first, second, read_options))

@@ -18,22 +18,16 @@ partition values derived from the path) really skips files.
 
 from __future__ import annotations
 
-import functools
-import json
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 import pyarrow as pa
 
 from ..core.file_group.file_slice import FileSlice
-from ..core.file_group.reader import corrupt_blocks, merge_slice_logs
-from ..core.schema.avro_arrow import avro_to_arrow
-from ..core.schema.meta_fields import COMMIT_TIME, without_meta_fields
-from ..core.table.read_plan import QueryType, ReadPlan
-from . import cache, lazy, progress
+from ..core.schema.meta_fields import COMMIT_TIME
+from ..core.table.read_plan import ReadPlan
+from . import cache, lazy
 
-#: Changes when what a cached slice merge holds changes (older entries are not reused).
-MERGE_CACHE_VERSION = 2
 FILENAME_COL = "_hd_filename"
 ROW_COL = "file_row_number"
 
@@ -61,18 +55,35 @@ class RenderStats:
 
 
 class SqlRenderer:
-    """Turns one read plan into one SQL statement."""
+    """Turns one read plan into one SQL statement.
 
-    def __init__(self, plan: ReadPlan, timeline_signature: str, values_from_path: bool = True, strict: bool = False):
+    Every format question (which files, which schema each base file has, the
+    partition values of each folder, which instants count) is answered by the
+    plan; this only spells the answers in DuckDB's SQL and registers the
+    plan's merges with ``lazy``.
+    """
+
+    def __init__(self, plan: ReadPlan):
         self.plan = plan
-        self.values_from_path = values_from_path
-        self.strict = strict
-        self.table = plan.table
-        self.schema: pa.Schema = plan.table.schema
-        self.timeline_signature = timeline_signature
+        self.schema: pa.Schema = plan.schema
         self.stats = RenderStats()
+        self._folder_values = self._renderable_folder_values()
 
     # -- columns ----------------------------------------------------------------------
+    def _renderable_folder_values(self) -> dict[str, dict[str, Any] | None]:
+        """Each folder's partition values, when every one of them is an exact SQL literal
+        of the column's type (else the files' own values are read)."""
+        if not self.plan.options.extract_partition_values_from_path or not self.plan.partition_columns:
+            return {}
+        types = {f.name: f.type for f in self.schema}
+        out: dict[str, dict[str, Any] | None] = {}
+        for folder, values in self.plan.folder_values().items():
+            renderable = values is not None and all(
+                _duckdb_type(types[c]) and _literal_ok(values[c]) for c in self.plan.partition_columns
+            )
+            out[folder] = values if renderable else None
+        return out
+
     def _projection(self, partition_dirs: dict[str, dict] | None = None) -> str:
         """Output columns; partition columns of prunable files come from the path.
 
@@ -84,7 +95,7 @@ class SqlRenderer:
             return ", ".join(quote_ident(f.name) for f in self.schema)
         columns = []
         for fld in self.schema:
-            if fld.name not in self._partition_columns:
+            if fld.name not in self.plan.partition_columns:
                 columns.append(quote_ident(fld.name))
                 continue
             columns.append(f"{self._folder_value_sql(fld.name, partition_dirs)} AS {quote_ident(fld.name)}")
@@ -102,11 +113,11 @@ class SqlRenderer:
         if not partition_dirs:
             return ""
         checks = []
-        for name in self._partition_columns:
+        for name in self.plan.partition_columns:
             folder = self._folder_value_sql(name, partition_dirs)
             checks.append(f"{quote_ident(name)} IS NOT DISTINCT FROM {folder}")
         message = quote_literal(
-            f"Hudi table {self.table.base_uri}: a record's partition column differs from its partition folder "
+            f"Hudi table {self.plan.base_uri}: a record's partition column differs from its partition folder "
             "(written with a global index and update.partition.path=false); read it with "
             "extract_partition_values_from_path := false"
         )
@@ -119,48 +130,15 @@ class SqlRenderer:
         )
         return f"CAST(CASE parse_dirpath({quote_ident(FILENAME_COL)}) {cases} END AS {_duckdb_type(fld.type)})"
 
-    @property
-    def _partition_columns(self) -> list[str]:
-        cached = getattr(self, "_pcols", None)
-        if cached is None:
-            cached = []
-            if self.table.config.is_partitioned:
-                try:
-                    fields = list(self.table.key_generator.partition_fields)
-                except Exception:
-                    fields = []
-                cached = [f for f in fields if f in self.schema.names]
-            self._pcols = cached
-        return cached
-
-    def _partition_values(self, partition: str) -> dict | None:
-        """Exact typed partition values of a folder, or None (then the file's own values are read)."""
-        cache_map = self.__dict__.setdefault("_pvals", {})
-        if partition in cache_map:
-            return cache_map[partition]
-        result = None
-        columns = self._partition_columns
-        if columns and self.values_from_path:
-            try:
-                values = self.table.key_generator.partition_values(partition, without_meta_fields(self.schema))
-            except Exception:
-                values = None
-            if values is not None and all(c in values for c in columns):
-                fields = {f.name: f.type for f in self.schema}
-                if all(_duckdb_type(fields[c]) and _literal_ok(values[c]) for c in columns):
-                    result = {c: values[c] for c in columns}
-        cache_map[partition] = result
-        return result
-
     def _split_prunable(self, slices: list[FileSlice]) -> tuple[dict[str, dict], list[FileSlice], list[FileSlice]]:
         dirs: dict[str, dict] = {}
         prunable, rest = [], []
         for s in slices:
-            values = self._partition_values(s.partition_path)
+            values = self._folder_values.get(s.partition_path)
             if values is None:
                 rest.append(s)
             else:
-                dirs[self.table.storage.uri(s.partition_path)] = values
+                dirs[self.plan.location.uri(s.partition_path)] = values
                 prunable.append(s)
         return dirs, prunable, rest
 
@@ -181,21 +159,6 @@ class SqlRenderer:
         return f" WHERE {quote_ident(COMMIT_TIME)} IN ({times})"
 
     # -- base files grouped by the schema they were written with ----------------------
-    def _file_schema_key(self, base_instant: str) -> str | None:
-        """Writer schema of the commit that wrote a base file, or None when unknown."""
-        timeline = self.table.timeline
-        group = timeline.group(base_instant)
-        if group is None or not group.latest.is_completed:
-            return None
-        schema = timeline.commit_metadata(group.latest).schema
-        if not schema:
-            return None
-        try:
-            data = without_meta_fields(avro_to_arrow(schema))
-        except Exception:
-            return None
-        return "same" if data.equals(without_meta_fields(self.schema)) else None
-
     def _group_base_files(self, slices: list[FileSlice]) -> list[tuple[list[str], bool, dict[str, dict] | None]]:
         """Base file scans to run: (files, schema evolved?, partition folders with path values)."""
         groups = []
@@ -203,8 +166,8 @@ class SqlRenderer:
         for members, partition_dirs in ((prunable, dirs), (rest, None)):
             same, other = [], []
             for s in members:
-                uri = self.table.storage.uri(s.base_file.path)
-                (same if self._file_schema_key(s.base_file.instant_time) == "same" else other).append(uri)
+                uri = self.plan.location.uri(s.base_file.path)
+                (same if self.plan.has_table_schema(s) else other).append(uri)
             for files, evolved in ((same, False), (other, True)):
                 if files:
                     groups.append((files, evolved, partition_dirs))
@@ -221,11 +184,8 @@ class SqlRenderer:
 
     # -- branches ---------------------------------------------------------------------------
     def _base_only_branches(self) -> list[str]:
-        slices = self.plan.base_only_slices if self.plan.query_type is not QueryType.READ_OPTIMIZED else [
-            s for s in self.plan.slices if s.base_file is not None
-        ]
         branches = []
-        for files, evolved, dirs in self._group_base_files(slices):
+        for files, evolved, dirs in self._group_base_files(self.plan.base_only_slices):
             self.stats.base_files += len(files)
             where = self._where_with(self._path_value_guard(dirs))
             branches.append(f"SELECT {self._projection(dirs)} FROM {self._scan(files, evolved)}{where}")
@@ -234,47 +194,30 @@ class SqlRenderer:
     def _merge_branches(self) -> list[str]:
         """Base rows of slices with logs (minus replaced ones) and their winning log rows.
 
-        Nothing is merged here: slices are registered with ``lazy`` and merged
-        when DuckDB first reads them, so pruned partitions cost nothing. A
-        merge is shared by strict and lenient plans: what it skipped is
+        Nothing is merged here: the plan is registered with ``lazy`` and a slice
+        is merged when DuckDB first reads it, so pruned partitions cost nothing.
+        A merge is shared by strict and lenient plans: what it skipped is
         recorded with it and judged per plan.
         """
-        slices = self.plan.slices_with_logs if self.plan.query_type is not QueryType.READ_OPTIMIZED else []
-        if not slices:
+        if not self.plan.slices_with_logs:
             return []
-        ctx = self.plan.context()
-        signature = self._plan_signature()
-        token = cache.digest("plan", self.table.base_uri, signature, self.schema.to_string(), self.strict)
-        base_to_key: dict[str, str] = {}
+        token, state = lazy.REGISTRY.register_read(self.plan)
         log_dirs: dict[str, dict] = {}
         log_files: list[str] = []
         prunable_logs: list[str] = []
-        keys: list[str] = []
-        for s in slices:
-            key = cache.digest(
-                MERGE_CACHE_VERSION, self.table.base_uri, signature, s.slice_id, _slice_files(s), self.schema.to_string()
-            )
-            lazy.REGISTRY.register(
-                lazy.SliceJob(key, functools.partial(merge_slice_logs, ctx, s), functools.partial(corrupt_blocks, ctx, s))
-            )
-            keys.append(key)
+        for key, s in state.slices.items():
             uri = lazy.logrows_uri(key, token)
-            values = self._partition_values(s.partition_path)
+            values = self._folder_values.get(s.partition_path)
             if values is not None:
                 log_dirs[uri.rsplit("/", 1)[0]] = values
                 prunable_logs.append(uri)
             else:
                 log_files.append(uri)
-            if s.base_file is not None:
-                base_to_key[self.table.storage.uri(s.base_file.path)] = key
             self.stats.merged_slices += 1
-        if self.strict:
-            lazy.REGISTRY.check_strict(keys)
-        label = f"hudi_{self.plan.query_type.value} {self.table.base_uri}"
-        shown = progress.for_plan(label, len(slices))
-        lazy.REGISTRY.register_plan(token, lazy.PlanState(base_to_key, self.strict, shown))
+        if self.plan.options.strict:
+            lazy.REGISTRY.check_strict(state.keys, token)
         branches = []
-        with_base = [s for s in slices if s.base_file is not None]
+        with_base = [s for s in state.slices.values() if s.base_file is not None]
         keep = f"{lazy.KEEP_FUNCTION}({quote_literal(token)}, {quote_ident(FILENAME_COL)}, {ROW_COL})"
         for files, evolved, dirs in self._group_base_files(with_base):
             self.stats.base_files += len(files)
@@ -287,27 +230,12 @@ class SqlRenderer:
                 branches.append(f"SELECT {self._projection(dirs)} FROM {self._scan(files, False)}{where}")
         return branches
 
-    def _plan_signature(self) -> str:
-        p = self.plan
-        return json.dumps(
-            [p.query_type.value, p.as_of, p.begin, p.end, self.timeline_signature, p.table.merge_config.mode.value],
-            sort_keys=True,
-        )
-
     def render(self) -> str:
         branches = self._base_only_branches() + self._merge_branches()
         self.stats.branches = len(branches)
         if not branches:
             return f"SELECT {self._projection()} FROM read_parquet({quote_literal(cache.schema_file(self.schema))})"
         return "\nUNION ALL\n".join(branches)
-
-
-def _slice_files(s: FileSlice) -> list[tuple[str, int]]:
-    files = []
-    if s.base_file is not None:
-        files.append((s.base_file.file_name, s.base_file.size))
-    files.extend((log.file_name, log.size) for log in s.sorted_logs())
-    return files
 
 
 _DUCKDB_TYPES = {

@@ -2,23 +2,29 @@
 
 A *file group* (partition path + file id) holds versions of the same set of
 records. A *file slice* is one version: an optional base file plus the log
-files appended to it, identified by its base instant time.
+files appended to it, identified by its base instant time. Slices are values
+(frozen): read plans carry them to other threads and processes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Iterable
 
 from .naming import BaseFile, LogFile
 
 
-@dataclass
+@dataclass(frozen=True)
 class FileSlice:
     partition_path: str
     file_id: str
     base_instant_time: str
     base_file: BaseFile | None = None
-    log_files: list[LogFile] = field(default_factory=list)
+    log_files: tuple[LogFile, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.log_files, tuple):
+            object.__setattr__(self, "log_files", tuple(self.log_files))
 
     @property
     def has_logs(self) -> bool:
@@ -35,6 +41,12 @@ class FileSlice:
 
     def sorted_logs(self) -> list[LogFile]:
         return sorted(self.log_files, key=LogFile.sort_key)
+
+    def with_base(self, base_file: BaseFile | None) -> "FileSlice":
+        return replace(self, base_file=base_file)
+
+    def with_logs(self, log_files: Iterable[LogFile]) -> "FileSlice":
+        return replace(self, log_files=tuple(log_files))
 
     @property
     def total_size(self) -> int:
@@ -59,6 +71,13 @@ class FileGroup:
             existing = FileSlice(self.partition_path, self.file_id, base_instant_time)
             self.slices[base_instant_time] = existing
         return existing
+
+    def set_base(self, base_instant_time: str, base_file: BaseFile) -> None:
+        self.slices[base_instant_time] = self.slice_for(base_instant_time).with_base(base_file)
+
+    def add_log(self, base_instant_time: str, log: LogFile) -> None:
+        current = self.slice_for(base_instant_time)
+        self.slices[base_instant_time] = current.with_logs(current.log_files + (log,))
 
     def ordered_slices(self) -> list[FileSlice]:
         """Slices from oldest to newest base instant."""

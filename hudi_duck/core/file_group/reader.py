@@ -10,7 +10,7 @@ applies it in Arrow for the Python API and for compaction.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,6 +27,10 @@ from .log_blocks import decode_data_block, decode_delete_block
 from .log_format import BlockType
 from .log_scanner import SkippedBlock, report_skipped_blocks, scan_slice_logs
 
+if TYPE_CHECKING:
+    from ..keygen.generators import KeyGenerator
+    from ..table.fs_view import CommittedInstants
+
 KeyExtractor = Callable[[pa.Table], pa.Array]
 
 _DELETE_OPERATIONS = ("D", "-U")
@@ -34,23 +38,43 @@ _DELETE_OPERATIONS = ("D", "-U")
 
 @dataclass
 class SliceReadContext:
-    """Everything needed to read slices of one table for one query."""
+    """What reading the slices of one read plan needs: its data, with the storage opened.
+
+    Built from plain data (a read plan, or a table and the instants a table
+    service reads), never from callables.
+    """
 
     storage: Storage
     schema: pa.Schema  # output schema (meta columns first when the table has them)
     merge: MergeConfig
-    admit: Callable[[str], bool]  # which log block instants count
-    key_of: KeyExtractor | None = None  # record keys of rows (virtual-key tables)
+    #: which log block instants count; None: none do
+    instants: "CommittedInstants | None"
+    #: builds record keys of tables without stored keys (None: keys are in ``_hoodie_record_key``)
+    key_generator: "KeyGenerator | None" = None
 
     @classmethod
-    def for_table(cls, table: Any, admit: Callable[[str], bool]) -> "SliceReadContext":
+    def for_plan(cls, plan: Any) -> "SliceReadContext":
+        """The context to read a ``ReadPlan``'s slices (storage opened, key generator built)."""
+        key_generator = plan.key_generator.build() if plan.key_generator is not None else None
+        return cls(plan.location.open(), plan.schema, plan.merge, plan.instants, key_generator)
+
+    @classmethod
+    def for_table(cls, table: Any, instants: "CommittedInstants | None") -> "SliceReadContext":
         """The context to read a table's slices; virtual-key tables get their key generator."""
-        key_of = None if table.has_meta_fields else table.key_generator.record_keys
-        return cls(table.storage, table.schema, table.merge_config, admit, key_of)
+        key_generator = None if table.has_meta_fields else table.key_generator
+        return cls(table.storage, table.schema, table.merge_config, instants, key_generator)
+
+    def admit(self, instant: str) -> bool:
+        """Whether log blocks of ``instant`` are read."""
+        return self.instants is not None and self.instants.admits(instant)
+
+    @property
+    def key_of(self) -> KeyExtractor | None:
+        return self.key_generator.record_keys if self.key_generator is not None else None
 
     def keys(self, table: pa.Table) -> pa.Array:
-        if self.key_of is not None:
-            return self.key_of(table)
+        if self.key_generator is not None:
+            return self.key_generator.record_keys(table)
         return table.column(RECORD_KEY)
 
 

@@ -23,6 +23,7 @@ from ..config.write_settings import FileSettings
 from ..errors import HudiError
 from ..file_group.file_slice import FileSlice
 from ..file_group.reader import SliceReadContext, read_slice
+from ..table.read_plan import committed_before
 from ..table.table import HudiTable
 from ..timeline.commit_metadata import CommitMetadata, WriteStat
 from ..timeline.instant import Action, Instant
@@ -174,12 +175,7 @@ def cluster_group(
     table: HudiTable, ctx: WriteContext, group: ClusteringGroup, task: TaskInfo, clustering_time: str, sort_columns: list[str] | None
 ) -> list[WriteStat]:
     """Rewrite one input group into new file groups; returns write stats. Runs on executors."""
-    view = table.file_system_view
-
-    def admit(instant: str) -> bool:
-        return instant < clustering_time and view.is_committed(instant)
-
-    read_ctx = SliceReadContext.for_table(table, admit)
+    read_ctx = SliceReadContext.for_table(table, committed_before(table, clustering_time))
     slices = _slices_of_group(table, group)
     if not slices:
         return []

@@ -24,6 +24,7 @@ from ..errors import HudiError
 from ..file_group.file_slice import FileSlice
 from ..file_group.naming import base_file_name, parse_base_file, parse_log_file
 from ..file_group.reader import SliceReadContext, read_slice_with_stats
+from ..table.read_plan import committed_before
 from ..table.table import HudiTable
 from ..timeline.commit_metadata import CommitMetadata, RuntimeStats, WriteStat
 from ..timeline.instant import Action, Instant, parse_instant_time
@@ -251,12 +252,7 @@ def compact_operation(
 
     started = time.perf_counter()
     slice_ = slice_of_operation(table, op)
-    view = table.file_system_view
-
-    def admit(instant: str) -> bool:
-        return instant < compaction_time and view.is_committed(instant)
-
-    read_ctx = SliceReadContext.for_table(table, admit)
+    read_ctx = SliceReadContext.for_table(table, committed_before(table, compaction_time))
     merged, log_stats = read_slice_with_stats(read_ctx, slice_)
     scan_ms = int((time.perf_counter() - started) * 1000)
     partition = slice_.partition_path

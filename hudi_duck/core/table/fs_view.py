@@ -18,9 +18,9 @@ Rules (the ones Apache Hudi and hudi-rs agree on):
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Callable, Iterable
+from typing import Iterable
 
 from ..config.table_config import METAFOLDER, TableConfig
 from ..file_group.file_slice import FileGroup, FileSlice
@@ -44,6 +44,41 @@ class Partition:
     path: str  # relative partition path ('' for non-partitioned tables)
 
 
+@dataclass(frozen=True)
+class CommittedInstants:
+    """Which instants count for a read: the timeline's answers as data, taken when planning.
+
+    An instant counts when it completed on the active timeline (``completed``)
+    or predates the active timeline's first write (``earliest_active``: it was
+    archived, Hudi's ``containsOrBeforeTimelineStarts``), and it is within the
+    read's bounds: at most ``until`` (time travel, an incremental window's
+    end) and before ``before`` (compaction and clustering read the instants
+    before their own).
+    """
+
+    completed: frozenset[str]
+    #: earliest write (any state) of the active timeline; None: it has none, every instant predates it
+    earliest_active: str | None
+    until: str | None = None
+    before: str | None = None
+
+    def is_committed(self, instant_time: str) -> bool:
+        if instant_time in self.completed:
+            return True
+        return self.earliest_active is None or instant_time < self.earliest_active
+
+    def admits(self, instant_time: str) -> bool:
+        """Whether data of ``instant_time`` (a log block, a base file) is read."""
+        if self.until is not None and instant_time > self.until:
+            return False
+        if self.before is not None and instant_time >= self.before:
+            return False
+        return self.is_committed(instant_time)
+
+    def bounded(self, until: str | None = None, before: str | None = None) -> "CommittedInstants":
+        return replace(self, until=until, before=before)
+
+
 class FileSystemView:
     """Lists a table's data files once and answers slice questions from memory."""
 
@@ -53,6 +88,7 @@ class FileSystemView:
         self.timeline = timeline
         self.base_ext = config.base_file_extension
         self.files_listed = 0
+        self._committed: CommittedInstants | None = None
 
     # -- listing ----------------------------------------------------------------
     @cached_property
@@ -103,11 +139,21 @@ class FileSystemView:
                 times.append(group.requested_time)
         return min(times) if times else None
 
+    @property
+    def committed(self) -> CommittedInstants:
+        """Every instant that counts as committed (no bounds), as the timeline says now."""
+        completed = self.timeline.completed_write_times
+        known = self._committed
+        if known is None or known.completed is not completed:
+            known = self._committed = CommittedInstants(completed, self._earliest_active_write)
+        return known
+
+    def committed_instants(self, until: str | None = None, before: str | None = None) -> CommittedInstants:
+        """The committed instants at most ``until`` and before ``before``."""
+        return self.committed.bounded(until, before)
+
     def is_committed(self, instant_time: str) -> bool:
-        if instant_time in self.timeline.completed_write_times:
-            return True
-        earliest = self._earliest_active_write
-        return earliest is None or instant_time < earliest
+        return self.committed.is_committed(instant_time)
 
     @cached_property
     def _compaction_times(self) -> frozenset[str]:
@@ -134,11 +180,11 @@ class FileSystemView:
 
         for base in bases:
             if self.is_committed(base.instant_time):
-                group(base.file_id).slice_for(base.instant_time).base_file = base
+                group(base.file_id).set_base(base.instant_time, base)
         for log in sorted(logs, key=LogFile.sort_key):
             key = self._slice_key_of_log(group(log.file_id), log)
             if key is not None:
-                group(log.file_id).slice_for(key).log_files.append(log)
+                group(log.file_id).add_log(key, log)
         return [g for g in groups.values() if g.slices]
 
     def _slice_key_of_log(self, group: FileGroup, log: LogFile) -> str | None:
@@ -168,14 +214,15 @@ class FileSystemView:
         as_of: str | None = None,
         partitions: Iterable[str] | None = None,
         read_optimized: bool = False,
-        file_group_filter: Callable[[FileGroup], bool] | None = None,
-        replaced: set[tuple[str, str]] | None = None,
-        base_visible: Callable[[str], bool] | None = None,
+        file_groups: frozenset[tuple[str, str]] | None = None,
+        replaced: frozenset[tuple[str, str]] | set[tuple[str, str]] | None = None,
+        hidden_base_instants: frozenset[str] = frozenset(),
     ) -> list[FileSlice]:
         """The slice each visible file group shows as of ``as_of`` (None: latest).
 
-        ``base_visible`` hides base files whose instant does not count for the
-        query (an incremental read ending before a compaction completed).
+        ``file_groups`` keeps only these (partition, file id) pairs;
+        ``hidden_base_instants`` hides base files written by instants that do not
+        count for the query (an incremental read ending before a compaction completed).
         """
         if replaced is None:
             replaced = self.replaced_file_groups(as_of)
@@ -183,9 +230,9 @@ class FileSystemView:
         for group in self.file_groups(partitions):
             if (group.partition_path, group.file_id) in replaced:
                 continue
-            if file_group_filter is not None and not file_group_filter(group):
+            if file_groups is not None and (group.partition_path, group.file_id) not in file_groups:
                 continue
-            chosen = self._slice_as_of(group, as_of, read_optimized, base_visible)
+            chosen = self._slice_as_of(group, as_of, read_optimized, hidden_base_instants)
             if chosen is not None:
                 out.append(chosen)
         return out
@@ -195,14 +242,12 @@ class FileSystemView:
         group: FileGroup,
         as_of: str | None,
         read_optimized: bool,
-        base_visible: Callable[[str], bool] | None = None,
+        hidden_base_instants: frozenset[str] = frozenset(),
     ) -> FileSlice | None:
         ordered = [s for s in group.ordered_slices() if as_of is None or s.base_instant_time <= as_of]
-        if base_visible is not None:
+        if hidden_base_instants:
             ordered = [
-                s
-                if s.base_file is None or base_visible(s.base_instant_time)
-                else FileSlice(s.partition_path, s.file_id, s.base_instant_time, None, s.log_files)
+                s.with_base(None) if s.base_file is not None and s.base_instant_time in hidden_base_instants else s
                 for s in ordered
             ]
             ordered = [s for s in ordered if s.base_file is not None or s.log_files]
@@ -210,8 +255,7 @@ class FileSystemView:
             with_base = [s for s in ordered if s.base_file is not None]
             if not with_base:
                 return None
-            latest = with_base[-1]
-            return FileSlice(latest.partition_path, latest.file_id, latest.base_instant_time, latest.base_file, [])
+            return with_base[-1].with_logs(())
         if not ordered:
             return None
         latest = ordered[-1]

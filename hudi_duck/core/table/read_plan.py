@@ -1,4 +1,4 @@
-"""Query planning: which file slices a query reads and which log instants count.
+"""Query planning: which file slices a query reads and which instants count.
 
 * **snapshot** (optionally as of an instant): every visible file group's slice
   as of the instant; log blocks of completed instants up to it.
@@ -6,6 +6,12 @@
 * **incremental** ``(begin, end]``: rows written by the completed commits in
   the window, in their state as of ``end``. Table version 6 windows on
   requested (instant) times, 8+ on completion times, as hudi-rs does.
+
+A :class:`ReadPlan` is a value: everything an engine needs to run the query,
+answered from the table's timeline, configuration and files while planning
+(no table object, no callables). It pickles, so it can be kept on disk and
+sent to another thread or process; reading one of its slices needs only the
+plan (``plan.context()``, ``file_group.reader``).
 
 Times are instant times in any spelling ``normalize_instant_time`` accepts,
 plus Hudi's idioms for "from the first commit" as begin time: ``'000'`` (what
@@ -15,16 +21,32 @@ incremental query analyzer).
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as _dt
+import decimal
+import enum
+import functools
+import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
+
+import pyarrow as pa
 
 from ..errors import TimelineError, UnsupportedFeatureError
 from ..file_group.file_slice import FileSlice
-from ..file_group.reader import SliceReadContext
+from ..merge.rules import MergeConfig
+from ..schema.avro_arrow import avro_to_arrow
+from ..schema.meta_fields import without_meta_fields
+from ..storage.storage import Storage, get_storage
 from ..timeline.instant import Action, Instant, normalize_instant_time
+from .fs_view import CommittedInstants
 from .table import HudiTable
+
+if TYPE_CHECKING:
+    from ..file_group.reader import SliceReadContext
+    from ..keygen.generators import KeyGenerator
 
 
 class QueryType(str, Enum):
@@ -33,30 +55,168 @@ class QueryType(str, Enum):
     INCREMENTAL = "incremental"
 
 
-@dataclass
+@dataclass(frozen=True)
+class TableLocation:
+    """Where a table's files are and how to open them."""
+
+    base_uri: str
+    #: the URI of the base path that other readers (DuckDB, pyarrow) open files under
+    files_uri: str
+    storage_options: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, storage: Storage) -> "TableLocation":
+        return cls(storage.base_uri, storage.uri(), tuple(sorted(storage.storage_options.items())))
+
+    def uri(self, rel: str = "") -> str:
+        """The URI of a file (path relative to the base path), as ``Storage.uri`` spells it."""
+        rel = rel.strip("/")
+        if not rel:
+            return self.files_uri
+        return f"{self.files_uri.rstrip('/')}/{rel}"
+
+    def open(self) -> Storage:
+        return get_storage(self.base_uri, dict(self.storage_options))
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How a query reads, besides what: Hudi's read switches."""
+
+    #: ``hoodie.datasource.read.extract.partition.values.from.path``: partition columns from the folder
+    extract_partition_values_from_path: bool = True
+    #: fail on a corrupt log block instead of skipping it (with a warning) as Hudi does
+    strict: bool = False
+
+
+@dataclass(frozen=True)
+class PartitionValues:
+    """The typed partition column values of one partition folder; None when the folder's
+    name does not determine them exactly (the files' own values are read then)."""
+
+    path: str
+    values: tuple[tuple[str, Any], ...] | None
+
+
+@dataclass(frozen=True)
+class KeyGeneratorSpec:
+    """The key generator of a table without stored record keys, as the table configuration names it."""
+
+    table_properties: tuple[tuple[str, str], ...]
+
+    def build(self) -> "KeyGenerator":
+        return _key_generator(self)
+
+
+@functools.lru_cache(maxsize=64)
+def _key_generator(spec: KeyGeneratorSpec) -> "KeyGenerator":
+    from ..config.table_config import TableConfig
+    from ..keygen import key_generator_from_table_config
+
+    return key_generator_from_table_config(TableConfig(props=dict(spec.table_properties)))
+
+
+@dataclass(frozen=True)
 class ReadPlan:
-    table: HudiTable
+    """One query over one table, answered while planning: a value engines execute."""
+
+    location: TableLocation
     query_type: QueryType
-    slices: list[FileSlice]
-    admit: Callable[[str], bool]
+    slices: tuple[FileSlice, ...]
+    #: output schema: meta columns (when the table stores them) then data columns
+    schema: pa.Schema
+    merge: MergeConfig
+    #: which instants' log blocks are read; None: no log block is (read optimized)
+    instants: CommittedInstants | None
     as_of: str | None = None
     begin: str | None = None
     end: str | None = None
-    #: Incremental queries keep only rows whose ``_hoodie_commit_time`` is in here.
+    #: incremental queries keep only rows whose ``_hoodie_commit_time`` is in here
     commit_times: frozenset[str] | None = None
-    partitions: list[str] | None = None
-    notes: list[str] = field(default_factory=list)
+    #: file groups replaced by completed replace commits (already left out of ``slices``)
+    replaced: frozenset[tuple[str, str]] = frozenset()
+    #: base instants whose commit wrote the table's current schema (their base files need no schema evolution)
+    table_schema_instants: frozenset[str] = frozenset()
+    #: columns whose values come from the partition folder (empty: read them from the files)
+    partition_columns: tuple[str, ...] = ()
+    partition_values: tuple[PartitionValues, ...] = ()
+    #: None when record keys are stored in the ``_hoodie_record_key`` meta column
+    key_generator: KeyGeneratorSpec | None = None
+    options: ReadOptions = ReadOptions()
+    partitions: tuple[str, ...] | None = None
 
-    def context(self) -> SliceReadContext:
-        return SliceReadContext.for_table(self.table, self.admit)
+    @property
+    def base_uri(self) -> str:
+        return self.location.base_uri
 
     @property
     def slices_with_logs(self) -> list[FileSlice]:
+        """Slices whose logs are merged (none for read-optimized queries)."""
+        if self.instants is None:
+            return []
         return [s for s in self.slices if s.log_files]
 
     @property
     def base_only_slices(self) -> list[FileSlice]:
+        """Slices read from their base file alone."""
+        if self.instants is None:
+            return [s for s in self.slices if s.base_file is not None]
         return [s for s in self.slices if not s.log_files and s.base_file is not None]
+
+    def has_table_schema(self, slice_: FileSlice) -> bool:
+        """Whether the slice's base file was written with the table's current schema."""
+        return slice_.base_file is not None and slice_.base_file.instant_time in self.table_schema_instants
+
+    def folder_values(self) -> dict[str, dict[str, Any] | None]:
+        """Partition path -> its typed partition values (None: not derivable exactly)."""
+        return {p.path: (dict(p.values) if p.values is not None else None) for p in self.partition_values}
+
+    def context(self) -> "SliceReadContext":
+        """What reading this plan's slices needs (storage opened, key generator built)."""
+        from ..file_group.reader import SliceReadContext
+
+        return SliceReadContext.for_plan(self)
+
+    def fingerprint(self) -> str:
+        """A digest of the whole plan, equal for equal plans in any process."""
+        return digest_of(self)
+
+
+def digest_of(value: Any) -> str:
+    """SHA-1 of a value's canonical form (sets sorted, schemas as text): stable across processes."""
+    return hashlib.sha1(repr(canonical(value)).encode("utf-8")).hexdigest()
+
+
+_PLAIN = frozenset({str, int, float, bool, bytes, type(None), decimal.Decimal, _dt.date, _dt.datetime})
+
+
+def canonical(value: Any) -> Any:
+    """A repr-stable form of plan values (Python randomises the order of sets of strings)."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is FileSlice:  # the bulk of a plan: its files' names and sizes identify it
+        base = value.base_file
+        return (
+            value.partition_path,
+            value.file_id,
+            value.base_instant_time,
+            (base.file_name, base.size) if base is not None else None,
+            tuple((log.file_name, log.size) for log in value.log_files),
+        )
+    if kind is tuple or kind is list:
+        return tuple(canonical(v) for v in value)
+    if kind is frozenset or kind is set:
+        return ("set",) + tuple(sorted((canonical(v) for v in value), key=repr))
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return ("map",) + tuple(sorted(((canonical(k), canonical(v)) for k, v in value.items()), key=repr))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (kind.__name__,) + tuple((f.name, canonical(getattr(value, f.name))) for f in dataclasses.fields(value))
+    if isinstance(value, pa.Schema):
+        return value.to_string(show_field_metadata=True, show_schema_metadata=True)
+    return repr(value)
 
 
 EARLIEST = "earliest"
@@ -93,26 +253,46 @@ def parse_query_time(what: str, value: str | None, table_path: str) -> str | Non
     raise TimelineError(f"Hudi table {table_path}: {what} {str(value)!r} is not an instant time; {accepted}")
 
 
-def plan_snapshot(table: HudiTable, as_of: str | None = None, partitions: Iterable[str] | None = None) -> ReadPlan:
-    as_of = parse_query_time("as_of", as_of, table.base_uri)
-    table.config.check_readable()
-    view = table.file_system_view
-    slices = view.latest_slices(as_of=as_of, partitions=partitions)
-
-    def admit(instant: str) -> bool:
-        return view.is_committed(instant) and (as_of is None or instant <= as_of)
-
-    return ReadPlan(table, QueryType.SNAPSHOT, slices, admit, as_of=as_of, partitions=list(partitions) if partitions else None)
+# -- planners -----------------------------------------------------------------------------------
 
 
-def plan_read_optimized(
-    table: HudiTable, as_of: str | None = None, partitions: Iterable[str] | None = None
+def plan_snapshot(
+    table: HudiTable,
+    as_of: str | None = None,
+    partitions: Iterable[str] | None = None,
+    options: ReadOptions = ReadOptions(),
 ) -> ReadPlan:
     as_of = parse_query_time("as_of", as_of, table.base_uri)
     table.config.check_readable()
     view = table.file_system_view
-    slices = view.latest_slices(as_of=as_of, partitions=partitions, read_optimized=True)
-    return ReadPlan(table, QueryType.READ_OPTIMIZED, slices, lambda _t: False, as_of=as_of)
+    partitions = tuple(partitions) if partitions else None
+    replaced = frozenset(view.replaced_file_groups(as_of))
+    slices = view.latest_slices(as_of=as_of, partitions=partitions, replaced=replaced)
+    return _plan(
+        table,
+        QueryType.SNAPSHOT,
+        slices,
+        view.committed_instants(until=as_of),
+        options,
+        as_of=as_of,
+        replaced=replaced,
+        partitions=partitions,
+    )
+
+
+def plan_read_optimized(
+    table: HudiTable,
+    as_of: str | None = None,
+    partitions: Iterable[str] | None = None,
+    options: ReadOptions = ReadOptions(),
+) -> ReadPlan:
+    as_of = parse_query_time("as_of", as_of, table.base_uri)
+    table.config.check_readable()
+    view = table.file_system_view
+    partitions = tuple(partitions) if partitions else None
+    replaced = frozenset(view.replaced_file_groups(as_of))
+    slices = view.latest_slices(as_of=as_of, partitions=partitions, read_optimized=True, replaced=replaced)
+    return _plan(table, QueryType.READ_OPTIMIZED, slices, None, options, as_of=as_of, replaced=replaced, partitions=partitions)
 
 
 def _window_key(table: HudiTable, instant: Instant) -> str:
@@ -122,7 +302,9 @@ def _window_key(table: HudiTable, instant: Instant) -> str:
     return instant.requested_time
 
 
-def plan_incremental(table: HudiTable, begin: str | None = None, end: str | None = None) -> ReadPlan:
+def plan_incremental(
+    table: HudiTable, begin: str | None = None, end: str | None = None, options: ReadOptions = ReadOptions()
+) -> ReadPlan:
     """Rows of the commits in ``(begin, end]``; ``begin`` None (or '000' / 'earliest') starts at the first commit."""
     begin = parse_query_time("begin_time", begin, table.base_uri)
     end = parse_query_time("end_time", end, table.base_uri)
@@ -155,41 +337,117 @@ def plan_incremental(table: HudiTable, begin: str | None = None, end: str | None
         if end is None or _window_key(table, instant) <= end:
             for partition, ids in timeline.commit_metadata(instant).replaced_file_ids().items():
                 replaced.update((partition, file_id) for file_id in ids)
-    slice_as_of = None
-    if end is not None:
-        # the slice as of the window end: base instants (requested times) up to it
-        slice_as_of = end
-    def base_visible(instant: str) -> bool:
-        """Base files count if their commit completed by the window end."""
-        if end is None or table.config.version < 8:
-            return True
-        completion = timeline.completion_time(instant)
-        return completion is None or completion <= end
-
-    slices = []
+    instants = view.committed_instants(until=end)
+    hidden_bases: frozenset[str] = frozenset()
+    if end is not None and table.config.version >= 8:
+        # v8+: an instant counts if it completed by the window end (its base files and log blocks)
+        late = frozenset(t for t in instants.completed if (timeline.completion_time(t) or t) > end)
+        instants = dataclasses.replace(instants, completed=instants.completed - late)
+        hidden_bases = late
+    slices: list[FileSlice] = []
     if selected:
         slices = view.latest_slices(
-            as_of=slice_as_of,
+            as_of=end,  # the slice as of the window end: base instants (requested times) up to it
             partitions=sorted({p for p, _ in touched}),
-            file_group_filter=lambda g: (g.partition_path, g.file_id) in touched,
+            file_groups=frozenset(touched),
             replaced=replaced,
-            base_visible=base_visible,
+            hidden_base_instants=hidden_bases,
         )
-
-    def admit(instant: str) -> bool:
-        if not view.is_committed(instant):
-            return False
-        if end is None:
-            return True
-        completion = timeline.completion_time(instant) if table.config.version >= 8 else None
-        return (completion or instant) <= end
-
-    return ReadPlan(
+    return _plan(
         table,
         QueryType.INCREMENTAL,
         slices,
-        admit,
+        instants,
+        options,
         begin=begin,
         end=end,
         commit_times=commit_times,
+        replaced=frozenset(replaced),
     )
+
+
+def committed_before(table: HudiTable, instant_time: str) -> CommittedInstants:
+    """The instants a table service at ``instant_time`` reads (compaction, clustering)."""
+    return table.file_system_view.committed_instants(before=instant_time)
+
+
+def _plan(
+    table: HudiTable,
+    query_type: QueryType,
+    slices: list[FileSlice],
+    instants: CommittedInstants | None,
+    options: ReadOptions,
+    **fields: Any,
+) -> ReadPlan:
+    """The plan's table-wide facts: schema, merge and key configuration, partition values, file schemas."""
+    schema = table.schema
+    columns = _partition_columns(table, schema) if options.extract_partition_values_from_path else ()
+    key_generator = None
+    if not table.has_meta_fields:
+        key_generator = KeyGeneratorSpec(tuple(sorted(table.config.props.items())))
+    return ReadPlan(
+        location=TableLocation.of(table.storage),
+        query_type=query_type,
+        slices=tuple(slices),
+        schema=schema,
+        merge=table.merge_config,
+        instants=instants,
+        table_schema_instants=_table_schema_instants(table, {s.base_file.instant_time for s in slices if s.base_file}),
+        partition_columns=columns,
+        partition_values=_partition_values(table, schema, columns, {s.partition_path for s in slices}),
+        key_generator=key_generator,
+        options=options,
+        **fields,
+    )
+
+
+def _partition_columns(table: HudiTable, schema: pa.Schema) -> tuple[str, ...]:
+    """Output columns the key generator writes into partition paths."""
+    if not table.config.is_partitioned:
+        return ()
+    try:
+        fields = list(table.key_generator.partition_fields)
+    except Exception:
+        return ()
+    return tuple(f for f in fields if f in schema.names)
+
+
+def _partition_values(
+    table: HudiTable, schema: pa.Schema, columns: tuple[str, ...], folders: Iterable[str]
+) -> tuple[PartitionValues, ...]:
+    """Each folder's typed values of ``columns``, when the folder's name determines them exactly."""
+    if not columns:
+        return ()
+    data_schema = without_meta_fields(schema)
+    out = []
+    for folder in sorted(folders):
+        try:
+            values = table.key_generator.partition_values(folder, data_schema)
+        except Exception:
+            values = None
+        exact = values is not None and all(c in values for c in columns)
+        out.append(PartitionValues(folder, tuple((c, values[c]) for c in columns) if exact else None))
+    return tuple(out)
+
+
+def _table_schema_instants(table: HudiTable, instants: Iterable[str]) -> frozenset[str]:
+    """The base instants whose commit recorded the table's current data schema."""
+    timeline = table.timeline
+    data_schema = without_meta_fields(table.schema)
+    same_as_table: dict[str, bool] = {}
+    out = set()
+    for instant in instants:
+        group = timeline.group(instant)
+        if group is None or not group.latest.is_completed:
+            continue
+        written = timeline.commit_metadata(group.latest).schema
+        if not written:
+            continue
+        if written not in same_as_table:
+            try:
+                same_as_table[written] = without_meta_fields(avro_to_arrow(written)).equals(data_schema)
+            except Exception:
+                same_as_table[written] = False
+        if same_as_table[written]:
+            out.add(instant)
+    return frozenset(out)

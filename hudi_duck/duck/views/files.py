@@ -122,14 +122,9 @@ class _RecordCounts:
         if all(log.path in self.stats for log in s.log_files):
             stats = [stat for log in s.log_files for stat in self.stats[log.path]]
             return sum(x.num_writes or 0 for x in stats), sum(x.num_deletes or 0 for x in stats)
-        view = self.table.file_system_view
-        as_of = self.as_of
-
-        def admit(instant: str) -> bool:
-            return view.is_committed(instant) and (as_of is None or instant <= as_of)
-
+        instants = self.table.file_system_view.committed_instants(until=self.as_of)
         records = deletes = 0
-        for block in scan_slice_logs(self.table.storage, s.log_files, admit).blocks:
+        for block in scan_slice_logs(self.table.storage, s.log_files, instants.admits).blocks:
             count = block_record_count(block) or 0
             if block.block_type is BlockType.DELETE_BLOCK:
                 deletes += count
