@@ -35,6 +35,7 @@ from oracle import hudi_rs_read
 
 from hudi_duck.api import read_snapshot
 from hudi_duck.core.config.table_config import Keys, TableConfig
+from hudi_duck.core.config.write_settings import FileSettings
 from hudi_duck.core.file_group.log_blocks import DeleteRecord, encode_delete_records
 from hudi_duck.core.file_group.log_format import BlockType, HeaderKey, encode_block
 from hudi_duck.core.file_group.naming import log_file_name
@@ -64,7 +65,7 @@ from hudi_duck.core.schema.meta_fields import PARTITION_PATH, RECORD_KEY
 from hudi_duck.core.services import compaction
 from hudi_duck.core.storage.storage import Storage
 from hudi_duck.core.table.table import HudiTable
-from hudi_duck.core.timeline.commit_metadata import CommitMetadata, new_write_stat
+from hudi_duck.core.timeline.commit_metadata import CommitMetadata, WriteStat
 from hudi_duck.core.timeline.instant import Action
 from hudi_duck.core.write.handles import (
     DELETE_FLAG,
@@ -379,13 +380,13 @@ class CoreTable:
         self.instants += 1
         return f"20240101{self.instants:09d}"
 
-    def _commit(self, instant: str, stats: list[dict], action: str | None = None) -> None:
+    def _commit(self, instant: str, stats: list[WriteStat], action: str | None = None) -> None:
         timeline = HudiTable(self.path).timeline
         action = action or (Action.DELTA_COMMIT if self.is_mor else Action.COMMIT)
         requested = timeline.create_requested(instant, action, b"")
-        inflight = timeline.transition_to_inflight(requested, CommitMetadata().to_json_bytes())
+        inflight = timeline.transition_to_inflight(requested, CommitMetadata().to_bytes())
         metadata = CommitMetadata(partition_to_write_stats={"": stats}, extra_metadata={"schema": self.avro}, operation_type="UPSERT")
-        timeline.complete(inflight, metadata.to_json_bytes())
+        timeline.complete(inflight, metadata.to_bytes())
 
     def _batch(self, rows: list[dict]) -> pa.Table:
         table = pa.Table.from_pylist([{k: r.get(k) for k in ("id", "ord", "v")} for r in rows], schema=self.schema)
@@ -413,13 +414,13 @@ class CoreTable:
         ctx, batch = self._context(instant), self._batch(rows)
         if self.file_id is None:
             stats = create_files(ctx, "", batch, TaskInfo())
-            self.file_id, self.base_instant = stats[0]["fileId"], instant
-            self._base_path = stats[0]["path"]
+            self.file_id, self.base_instant = stats[0].file_id, instant
+            self._base_path = stats[0].path
         elif self.is_mor:
             stats = append_log(ctx, "", self.file_id, self.base_instant, self._base_path, batch, TaskInfo())
         else:
             stats = merge_file(ctx, "", self.file_id, self._base_path, self.base_instant, batch, TaskInfo())
-            self._base_path, self.base_instant = stats[0]["path"], instant
+            self._base_path, self.base_instant = stats[0].path, instant
         self._commit(instant, stats)
         return instant
 
@@ -431,7 +432,7 @@ class CoreTable:
         content = encode_block(BlockType.DELETE_BLOCK, header, encode_delete_records([record]))
         name = log_file_name(self.file_id, self.base_instant, 90 + self.instants, "0-0-0")
         (Path(self.path) / name).write_bytes(content)
-        stat = new_write_stat(fileId=self.file_id, path=name, prevCommit=self.base_instant, numDeletes=1, partitionPath="")
+        stat = WriteStat.for_log(file_id=self.file_id, path=name, prev_commit=self.base_instant, num_deletes=1, partition_path="")
         self._commit(instant, [stat])
         return instant
 
@@ -440,11 +441,11 @@ class CoreTable:
         instant = self._instant()
         compaction.schedule_compaction(table, compaction.CompactionSettings(strategy=compaction.UNBOUNDED_STRATEGY), instant)
         table = HudiTable(self.path)
-        inflight = compaction.start_compaction(table, instant)
-        plan = compaction.read_plan(table, instant)
-        ctx = self._context(instant)
-        stats = [compaction.compact_operation(table, ctx, op, TaskInfo(), instant) for op in plan["operations"]]
-        compaction.commit_compaction(table, inflight, stats, self.avro)
+
+        def run(operations, ctx):
+            return [compaction.compact_operation(table, self._context(instant), op, TaskInfo(), instant) for op in operations]
+
+        compaction.run_compaction(table, instant, FileSettings(), run)
 
     def rows(self) -> dict[str, tuple]:
         table = read_snapshot(self.path).read_all()
