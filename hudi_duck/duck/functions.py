@@ -15,7 +15,8 @@ from . import lazy
 from .planner import plan_sql
 
 PLAN_FUNCTION = "hudi_duck_plan"
-#: The reads' planner: ``hudi_duck_plan``'s arguments plus read options (``strict``).
+#: The reads' planner: ``hudi_duck_plan``'s arguments plus read options (``strict``,
+#: ``metadata_enable``, ``filters``).
 READ_FUNCTION = "hudi_duck_read"
 
 
@@ -46,16 +47,24 @@ class _Planner:
         self.lock = threading.Lock()
 
     def __call__(
-        self, kind: str | None, path: str | None, first: str | None, second: str | None, values_from_path: bool | None = True
+        self,
+        kind: str | None,
+        path: str | None,
+        first: str | None,
+        second: str | None,
+        values_from_path: bool | None = True,
+        metadata_enable: bool | None = True,
     ) -> str:
         if path is None:
             raise HudiError(f"{kind or 'hudi'}: the table path is NULL")
         options = self._options_for(path)
         with self.lock:
             if kind in ("snapshot", "read_optimized", "incremental"):
-                return plan_sql(kind, path, first, second, options, values_from_path is not False)
+                return plan_sql(
+                    kind, path, first, second, options, values_from_path is not False, metadata_enable=metadata_enable is not False
+                )
             if kind in inspection.kinds():
-                return inspection.plan_sql(kind, path, first, values_from_path, options)
+                return inspection.plan_sql(kind, path, first, values_from_path, options, metadata_enable is not False)
         raise HudiError(f"unknown Hudi function kind {kind!r}")
 
     def read(
@@ -66,6 +75,8 @@ class _Planner:
         second: str | None,
         values_from_path: bool | None,
         strict: bool | None,
+        metadata_enable: bool | None = True,
+        filters: str | None = None,
     ) -> str:
         """``hudi_duck_read``: SQL of a snapshot, read-optimized or incremental read."""
         if path is None:
@@ -74,7 +85,17 @@ class _Planner:
             raise HudiError(f"unknown Hudi read kind {kind!r}")
         options = self._options_for(path)
         with self.lock:
-            return plan_sql(kind, path, first, second, options, values_from_path is not False, strict is True)
+            return plan_sql(
+                kind,
+                path,
+                first,
+                second,
+                options,
+                values_from_path is not False,
+                strict is True,
+                metadata_enable is not False,
+                filters,
+            )
 
     def _options_for(self, path: str) -> dict[str, Any]:
         protocol = path.split("://", 1)[0] if "://" in path else "file"
@@ -119,7 +140,7 @@ def register(
     con.create_function(
         PLAN_FUNCTION,
         planner,
-        ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "BOOLEAN"],
+        ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "BOOLEAN", "BOOLEAN"],
         "VARCHAR",
         null_handling="special",
         exception_handling="default",
@@ -128,7 +149,7 @@ def register(
     con.create_function(
         READ_FUNCTION,
         planner.read,
-        ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "BOOLEAN", "BOOLEAN"],
+        ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "BOOLEAN", "BOOLEAN", "BOOLEAN", "VARCHAR"],
         "VARCHAR",
         null_handling="special",
         exception_handling="default",
