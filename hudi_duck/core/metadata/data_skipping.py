@@ -16,6 +16,7 @@ the older ones a time-travel query reads.
 from __future__ import annotations
 
 import datetime as _dt
+import decimal
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -39,17 +40,30 @@ class SkippingResult:
     skipped_by_column_stats: int = 0
 
 
-def stat_value(wrapped: Any) -> Any:
-    """The plain value of a stats wrapper (``IntWrapper``, ``StringWrapper`` ...); None when
-    it has none or is of a kind whose order is not the engine's (bytes, times, timestamps)."""
+#: ``ValueType`` ordinals (``valueType.typeOrdinal``, table version 9) read back here.
+VALUE_TYPE_DECIMAL = 10
+VALUE_TYPE_DATE = 12
+
+
+def stat_value(wrapped: Any, value_type: Mapping[str, Any] | None = None) -> Any:
+    """The plain value of a stats wrapper (``IntWrapper``, ``StringWrapper`` ...), read with
+    the record's ``valueType`` where version 9 stores one (dates as ints, decimals as
+    unscaled bytes); None when it has none or is of a kind whose order is not the
+    engine's (bytes, times, timestamps)."""
     if wrapped is None:
         return None
     name = ""
     if isinstance(wrapped, tuple):
         name, wrapped = wrapped
     value = wrapped.get("value") if isinstance(wrapped, Mapping) else wrapped
-    if name.endswith("DateWrapper") and isinstance(value, int) and not isinstance(value, bool):
+    ordinal = (value_type or {}).get("typeOrdinal")
+    if ordinal == VALUE_TYPE_DECIMAL and isinstance(value, (bytes, bytearray)):
+        return _decimal(value, (value_type or {}).get("additionalInfo"))
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    if (name.endswith("DateWrapper") or ordinal == VALUE_TYPE_DATE) and is_int:
         return _EPOCH + _dt.timedelta(days=value)
+    if ordinal is not None and ordinal > VALUE_TYPE_DATE:
+        return None  # times and timestamps
     if name.endswith(("TimestampMicrosWrapper", "TimeMicrosWrapper", "BytesWrapper", "LocalDateWrapper")):
         return None
     if isinstance(value, (bytes, bytearray, _dt.datetime, _dt.time)):
@@ -57,10 +71,22 @@ def stat_value(wrapped: Any) -> Any:
     return value
 
 
+def _decimal(unscaled: bytes, precision_scale: Any) -> decimal.Decimal | None:
+    """A decimal stored as its unscaled big-endian two's complement; ``precision_scale`` is "p,s"."""
+    try:
+        scale = int(str(precision_scale).split(",")[1])
+    except (IndexError, ValueError):
+        return None
+    return decimal.Decimal(int.from_bytes(unscaled, "big", signed=True)).scaleb(-scale)
+
+
 def _range_may_match(stats: Mapping[str, Any] | None, wanted: ColumnFilter) -> bool:
     if stats is None or stats.get("isDeleted"):
         return True
-    return wanted.may_match_range(stat_value(stats.get("minValue")), stat_value(stats.get("maxValue")))
+    value_type = stats.get("valueType")
+    low = stat_value(stats.get("minValue"), value_type)
+    high = stat_value(stats.get("maxValue"), value_type)
+    return wanted.may_match_range(low, high)
 
 
 def _records(metadata: MetadataTable, partition: str, columns: Iterable[str]) -> dict[str, MetadataRecord]:
