@@ -214,6 +214,28 @@ def test_block_of_failed_data_commit_is_ignored(tmp_path, mdt_tables):
     assert (ghost, 10) in HudiTable(str(table), metadata_enable=True).file_system_view.listing.files(partition)
 
 
+def test_block_of_metadata_only_instant_counts(tmp_path, mdt_tables):
+    """A delta commit only the metadata table has (its log compaction, an index build) counts
+    once the metadata table completed it; a block of an instant it has not completed does not."""
+    source = next(p for f, p in mdt_tables.items() if "cow/v9" in f)
+    table = _copy(source, tmp_path)
+    partition = open_table(str(table)).plan().slices[0].partition_path
+    mdt_timeline = table / ".hoodie/metadata/.hoodie/timeline"
+    completed = sorted(mdt_timeline.glob("*_*.deltacommit"))[-1].read_bytes()
+    log = sorted((table / ".hoodie/metadata/files").glob(".files-0000-0_*.log.*"))[-1]
+    names = {}
+    for instant, done in (("29990101000000000", False), ("29990102000000000", True)):
+        names[instant] = f"00000000-0000-0000-0000-00000000000{done:d}-0_0-1-1_20200101000000000.parquet"
+        (mdt_timeline / f"{instant}.deltacommit.requested").write_bytes(b"")
+        (mdt_timeline / f"{instant}.deltacommit.inflight").write_bytes(b"")
+        if done:
+            (mdt_timeline / f"{instant}_{instant[:-1]}9.deltacommit").write_bytes(completed)
+        with open(log, "ab") as out:
+            out.write(layout.hfile_data_block([partition_files_record(partition, {names[instant]: 7})], instant))
+    listed = dict(HudiTable(str(table), metadata_enable=True).file_system_view.listing.files(partition))
+    assert names["29990102000000000"] in listed and names["29990101000000000"] not in listed
+
+
 # -- a damaged metadata table ---------------------------------------------------------------------
 
 

@@ -3,10 +3,9 @@
 As ``HoodieBackedTableMetadata`` does: take the latest file slice of the
 ``files`` file group (its base HFile counts once the metadata table committed
 it), apply the log blocks of delta commits that are *valid* — completed on the
-metadata table and on the data table (the metadata table is written before
-the data table commits, so a block of a failed data commit must not count),
-plus the metadata table's own initialization/indexing commits and instants a
-completed rollback or restore undid — merge the log records first and then
+metadata table and not pending on the data table (the metadata table is
+written before the data table commits, so a block of a failed data commit must
+not count), plus instants a completed rollback or restore undid — merge the log records first and then
 with the base records (:func:`records.combine`), and read the listing off the
 ``__all_partitions__`` record and one record per partition.
 """
@@ -27,7 +26,7 @@ from ..storage.storage import Storage
 from ..table.fs_view import FileSystemView
 from ..timeline.active import Timeline
 from ..timeline.instant import Action, State
-from .layout import FILES, METADATA_FOLDER, OperationSuffix, SOLO_COMMIT_TIMESTAMP
+from .layout import FILES, METADATA_FOLDER, SOLO_COMMIT_TIMESTAMP
 from .records import (
     PARTITION_LIST_KEY,
     MetadataRecord,
@@ -75,14 +74,24 @@ def _rolled_back_instants(timeline: Timeline, after: str) -> set[str]:
 
 
 def valid_instant_times(data_timeline: Timeline, metadata_timeline: Timeline) -> set[str]:
-    """``HoodieTableMetadataUtil.getValidInstantTimestamps``: instants whose log blocks count."""
+    """``HoodieTableMetadataUtil.getValidInstantTimestamps``: instants whose log blocks count.
+
+    The data table's completed instants; every completed delta commit of the metadata
+    table whose instant is not pending on the data table (the metadata table commits
+    first: a write that failed afterwards stays pending there), which covers the metadata
+    table's own instants (initialization, indexing, log compaction, the suffixed instants
+    of table version 6); instants completed rollbacks and restores undid; the metadata
+    table's rollbacks and restores and its bootstrap delta commits (``00000000000000...``).
+    """
     valid = {i.requested_time for i in data_timeline.completed()}
+    pending = {i.requested_time for i in data_timeline.pending()}
     for instant in metadata_timeline.completed():
         time = instant.requested_time
-        indexing = time.endswith(OperationSuffix.METADATA_INDEXER) and len(time) == 20
-        if indexing or (instant.action == Action.DELTA_COMMIT and time.startswith(SOLO_COMMIT_TIMESTAMP)):
+        if instant.action == Action.DELTA_COMMIT and time not in pending:
             valid.add(time)
         if instant.action in (Action.ROLLBACK, Action.RESTORE):
+            valid.add(time)
+        if instant.action == Action.DELTA_COMMIT and time.startswith(SOLO_COMMIT_TIMESTAMP):
             valid.add(time)
     earliest = min(valid) if valid else SOLO_COMMIT_TIMESTAMP
     valid |= _rolled_back_instants(data_timeline, earliest)
