@@ -438,6 +438,14 @@ def test_range_rules():
     assert ColumnFilter("x", ">", 9).may_match_range(float("nan"), 3.0)  # NaN bound: keep
     assert ColumnFilter("x", ">", 9).may_match_range("a", "b")  # another kind: keep
     assert ColumnFilter("x", "=", True).may_match_range(0, 0)  # bool vs int: keep
+    # NaN rows pass > / >= / != and bounds may leave NaN out: floats keep; < and = still skip
+    assert ColumnFilter("x", ">", 9.0).may_match_range(1.0, 2.0)
+    assert ColumnFilter("x", "!=", 1.0).may_match_range(1.0, 1.0)
+    assert not ColumnFilter("x", "<", 0.5).may_match_range(1.0, 2.0)
+    assert not ColumnFilter("x", "=", 3.0).may_match_range(1.0, 2.0)
+    # Java's UTF-16 order and DuckDB's code point order disagree from U+D800 on: keep
+    assert ColumnFilter("s", "=", "\U0001F600").may_match_range("\uffff", "\uffff")
+    assert not ColumnFilter("s", "=", "b").may_match_range("c", "d")
 
 
 def test_stat_values_of_version_9():

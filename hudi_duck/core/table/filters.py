@@ -58,6 +58,8 @@ class ColumnFilter:
         (missing, of another kind than the filter's value, NaN)."""
         if not comparable(low, self.value) or not comparable(high, self.value):
             return True
+        if isinstance(self.value, float) and self.op in (">", ">=", "!="):
+            return True  # NaN passes these (it sorts above every number) and bounds may leave it out
         if self.op == "=":
             return low <= self.value <= high
         if self.op == "!=":
@@ -100,7 +102,11 @@ def comparable(stat: Any, value: Any) -> bool:
         return False  # time zones and units make these inexact: keep the file
     if isinstance(stat, _dt.date) and isinstance(value, _dt.date):
         return True
-    return isinstance(stat, str) and isinstance(value, str)
+    if isinstance(stat, str) and isinstance(value, str):
+        # Java orders strings by UTF-16 code units, DuckDB by code points; the two agree on
+        # every comparison with a value free of characters from U+D800 on
+        return all(ord(ch) < 0xD800 for ch in value)
+    return False
 
 
 # -- parsing --------------------------------------------------------------------------------
@@ -211,7 +217,7 @@ def coerce(value: Any, dtype: pa.DataType) -> Any:
     if pa.types.is_floating(dtype):
         if isinstance(value, bool):
             raise TypeError("expected a number")
-        return float(value) if not isinstance(value, _NUMBERS) else value
+        return float(value)
     if pa.types.is_decimal(dtype):
         if isinstance(value, (bool, float)):
             return decimal.Decimal(str(value))
