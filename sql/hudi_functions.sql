@@ -55,8 +55,9 @@ CREATE OR REPLACE TEMP MACRO hudi_incremental(path, begin_time := NULL, end_time
 
 -- One row per instant of the timeline.
 CREATE OR REPLACE TEMP MACRO hudi_timeline(path) AS TABLE
-    SELECT * FROM query(hudi_duck_plan('timeline', path, NULL, NULL, true, true));
+    SELECT * FROM query(hudi_duck_plan('timeline', path, NULL, NULL, true));
 
 -- One row per file slice a snapshot (as of an instant) reads.
 CREATE OR REPLACE TEMP MACRO hudi_file_slices(path, as_of := NULL, metadata_enable := true) AS TABLE
-    SELECT * FROM query(hudi_duck_plan('file_slices', path, CAST(as_of AS VARCHAR), NULL, true, CAST(metadata_enable AS BOOLEAN)));
+    SELECT * FROM query(hudi_duck_inspect('file_slices', path, CAST(as_of AS VARCHAR), NULL, true,
+                                          CAST(metadata_enable AS BOOLEAN)));
