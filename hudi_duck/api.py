@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
+from .core.table.filters import FilterSpec
 from .core.table.read_plan import QueryType, ReadOptions, ReadPlan
 from .core.table.table import HudiTable
 from .duck.inspect import inspect as _inspect
@@ -50,6 +51,13 @@ class HudiTableReader:
 
     ``strict``: fail with :class:`CorruptFileError` on a corrupt log block
     instead of skipping it (with a warning) as Apache Hudi does.
+    ``metadata_enable`` (Hudi's ``hoodie.metadata.enable``): plan from the
+    table's metadata table when it has one; false lists the table's folders.
+
+    The reads take ``filter``, a SQL condition DuckDB applies to the rows, and
+    ``filters``, ``(column, op, value)`` tuples or a string ``"city = sf AND
+    fare > 10"`` known while planning: only rows passing them are returned, and
+    files the metadata table's statistics rule out are never opened.
     """
 
     def __init__(
@@ -59,30 +67,50 @@ class HudiTableReader:
         filesystems: list[Any] | None = None,
         extract_partition_values_from_path: bool = True,
         strict: bool = False,
+        metadata_enable: bool = True,
     ):
-        self.table = HudiTable(path, storage_options)
+        self.table = HudiTable(path, storage_options, metadata_enable=metadata_enable)
         self.filesystems = filesystems
         self.extract_partition_values_from_path = extract_partition_values_from_path
         self.strict = strict
+        self.metadata_enable = metadata_enable
 
     @property
     def options(self) -> ReadOptions:
-        return ReadOptions(self.extract_partition_values_from_path, self.strict)
+        return ReadOptions(self.extract_partition_values_from_path, self.strict, self.metadata_enable)
 
-    def plan(self, kind: str = QueryType.SNAPSHOT.value, first: str | None = None, second: str | None = None) -> ReadPlan:
+    def plan(
+        self,
+        kind: str = QueryType.SNAPSHOT.value,
+        first: str | None = None,
+        second: str | None = None,
+        filters: FilterSpec = None,
+    ) -> ReadPlan:
         """The read plan of a query (``kind``: snapshot, read_optimized, incremental; times as
         the read methods take them): a value, the same one the SQL functions run."""
-        return make_plan(kind, self.table, first, second, self.options)
+        return make_plan(kind, self.table, first, second, self.options, filters)
 
-    def _read(self, kind: str, first: str | None, second: str | None, columns, filter) -> pa.RecordBatchReader:
-        sql = render_plan(self.plan(kind, first, second))
+    def _read(self, kind: str, first: str | None, second: str | None, columns, filter, filters) -> pa.RecordBatchReader:
+        sql = render_plan(self.plan(kind, first, second, filters))
         return _execute(sql, columns, filter, self.filesystems)
 
-    def snapshot(self, as_of: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None) -> pa.RecordBatchReader:
-        return self._read(QueryType.SNAPSHOT.value, as_of, None, columns, filter)
+    def snapshot(
+        self,
+        as_of: str | None = None,
+        columns: Sequence[str] | None = None,
+        filter: str | None = None,
+        filters: FilterSpec = None,
+    ) -> pa.RecordBatchReader:
+        return self._read(QueryType.SNAPSHOT.value, as_of, None, columns, filter, filters)
 
-    def read_optimized(self, as_of: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None) -> pa.RecordBatchReader:
-        return self._read(QueryType.READ_OPTIMIZED.value, as_of, None, columns, filter)
+    def read_optimized(
+        self,
+        as_of: str | None = None,
+        columns: Sequence[str] | None = None,
+        filter: str | None = None,
+        filters: FilterSpec = None,
+    ) -> pa.RecordBatchReader:
+        return self._read(QueryType.READ_OPTIMIZED.value, as_of, None, columns, filter, filters)
 
     def incremental(
         self,
@@ -90,10 +118,11 @@ class HudiTableReader:
         end_time: str | None = None,
         columns: Sequence[str] | None = None,
         filter: str | None = None,
+        filters: FilterSpec = None,
     ) -> pa.RecordBatchReader:
         """Records committed in ``(begin_time, end_time]``; ``begin_time`` None, ``'000'``
         or ``'earliest'`` starts at the first commit."""
-        return self._read(QueryType.INCREMENTAL.value, begin_time, end_time, columns, filter)
+        return self._read(QueryType.INCREMENTAL.value, begin_time, end_time, columns, filter, filters)
 
     # -- inspection views (the hudi_* inspection functions; see README) -------------------------
     def timeline(self) -> list[dict[str, Any]]:
@@ -205,25 +234,30 @@ def open_table(
     filesystems: list[Any] | None = None,
     extract_partition_values_from_path: bool = True,
     strict: bool = False,
+    metadata_enable: bool = True,
 ) -> HudiTableReader:
-    """Open a table for Python reads (see the SQL functions for the partition-values and strict switches)."""
-    return HudiTableReader(path, storage_options, filesystems, extract_partition_values_from_path, strict)
+    """Open a table for Python reads (see the SQL functions for the partition-values, strict
+    and metadata_enable switches)."""
+    return HudiTableReader(path, storage_options, filesystems, extract_partition_values_from_path, strict, metadata_enable)
 
 
-def read_snapshot(path: str, as_of: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None, strict: bool = False) -> pa.RecordBatchReader:
+def read_snapshot(path: str, as_of: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None, strict: bool = False, metadata_enable: bool = True, filters: FilterSpec = None) -> pa.RecordBatchReader:
     """Latest (or as-of) snapshot of a table as a ``pyarrow.RecordBatchReader``."""
-    return open_table(path, storage_options, filesystems, strict=strict).snapshot(as_of, columns, filter)
+    reader = open_table(path, storage_options, filesystems, strict=strict, metadata_enable=metadata_enable)
+    return reader.snapshot(as_of, columns, filter, filters)
 
 
-def read_read_optimized(path: str, as_of: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None) -> pa.RecordBatchReader:
+def read_read_optimized(path: str, as_of: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None, metadata_enable: bool = True, filters: FilterSpec = None) -> pa.RecordBatchReader:
     """Base files only (read-optimized view) as a ``pyarrow.RecordBatchReader``."""
-    return open_table(path, storage_options, filesystems).read_optimized(as_of, columns, filter)
+    reader = open_table(path, storage_options, filesystems, metadata_enable=metadata_enable)
+    return reader.read_optimized(as_of, columns, filter, filters)
 
 
-def read_incremental(path: str, begin_time: str | None = None, end_time: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None, strict: bool = False) -> pa.RecordBatchReader:
+def read_incremental(path: str, begin_time: str | None = None, end_time: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None, strict: bool = False, metadata_enable: bool = True, filters: FilterSpec = None) -> pa.RecordBatchReader:
     """Records committed in ``(begin_time, end_time]`` as a ``pyarrow.RecordBatchReader``
     (``begin_time`` None, ``'000'`` or ``'earliest'``: from the first commit)."""
-    return open_table(path, storage_options, filesystems, strict=strict).incremental(begin_time, end_time, columns, filter)
+    reader = open_table(path, storage_options, filesystems, strict=strict, metadata_enable=metadata_enable)
+    return reader.incremental(begin_time, end_time, columns, filter, filters)
 
 
 def inspect_table(
@@ -232,7 +266,8 @@ def inspect_table(
     time: str | None = None,
     include_archived: bool = False,
     storage_options: dict[str, Any] | None = None,
+    metadata_enable: bool = True,
 ) -> pa.Table:
     """An inspection view of a table as a ``pyarrow.Table``: ``inspect_table(path, "commits")``
     gives the rows of ``hudi_commits(path)``; ``time`` is the view's ``as_of`` / ``instant``."""
-    return _inspect(HudiTable(path, storage_options), view, time, include_archived)
+    return _inspect(HudiTable(path, storage_options, metadata_enable=metadata_enable), view, time, include_archived)

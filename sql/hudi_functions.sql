@@ -19,29 +19,45 @@
 -- logger; with strict := true the query fails instead (CorruptFileError naming
 -- the log file and the block's offset).
 
+-- metadata_enable (Hudi's hoodie.metadata.enable): a table whose
+-- hoodie.properties lists the metadata table's files partition
+-- (hoodie.table.metadata.partitions) is planned from its metadata table, no
+-- data folder is listed; false lists the table's folders instead.
+
+-- filters: 'column op value' terms joined by AND (op: = != <> < <= > >=;
+-- values bare or single-quoted), e.g. filters := 'city = sf AND fare > 10'.
+-- Only rows passing every term are returned, and with a metadata table the
+-- files its column_stats / partition_stats rule out are never opened.
+
 -- Latest snapshot, or the table as of an instant time.
 CREATE OR REPLACE TEMP MACRO hudi_snapshot(path, as_of := NULL, extract_partition_values_from_path := true,
-                                      strict := false) AS TABLE
+                                      strict := false, metadata_enable := true, filters := NULL) AS TABLE
     SELECT * FROM query(hudi_duck_read('snapshot', path, CAST(as_of AS VARCHAR), NULL,
-                                       CAST(extract_partition_values_from_path AS BOOLEAN), CAST(strict AS BOOLEAN)));
+                                       CAST(extract_partition_values_from_path AS BOOLEAN), CAST(strict AS BOOLEAN),
+                                       CAST(metadata_enable AS BOOLEAN), CAST(filters AS VARCHAR)));
 
 -- Base files only (merge-on-read tables without their logs; no log block is read).
-CREATE OR REPLACE TEMP MACRO hudi_read_optimized(path, as_of := NULL, extract_partition_values_from_path := true) AS TABLE
+CREATE OR REPLACE TEMP MACRO hudi_read_optimized(path, as_of := NULL, extract_partition_values_from_path := true,
+                                            metadata_enable := true, filters := NULL) AS TABLE
     SELECT * FROM query(hudi_duck_read('read_optimized', path, CAST(as_of AS VARCHAR), NULL,
-                                       CAST(extract_partition_values_from_path AS BOOLEAN), false));
+                                       CAST(extract_partition_values_from_path AS BOOLEAN), false,
+                                       CAST(metadata_enable AS BOOLEAN), CAST(filters AS VARCHAR)));
 
 -- Records whose commit falls in (begin_time, end_time]. begin_time '000' (or
 -- '0', or 'earliest') or NULL: from the first commit, archived ones included;
 -- end_time '000': before every commit (an empty window); NULL: the latest.
 CREATE OR REPLACE TEMP MACRO hudi_incremental(path, begin_time := NULL, end_time := NULL,
-                                         extract_partition_values_from_path := true, strict := false) AS TABLE
+                                         extract_partition_values_from_path := true, strict := false,
+                                         metadata_enable := true, filters := NULL) AS TABLE
     SELECT * FROM query(hudi_duck_read('incremental', path, CAST(begin_time AS VARCHAR), CAST(end_time AS VARCHAR),
-                                       CAST(extract_partition_values_from_path AS BOOLEAN), CAST(strict AS BOOLEAN)));
+                                       CAST(extract_partition_values_from_path AS BOOLEAN), CAST(strict AS BOOLEAN),
+                                       CAST(metadata_enable AS BOOLEAN), CAST(filters AS VARCHAR)));
 
 -- One row per instant of the timeline.
 CREATE OR REPLACE TEMP MACRO hudi_timeline(path) AS TABLE
     SELECT * FROM query(hudi_duck_plan('timeline', path, NULL, NULL, true));
 
 -- One row per file slice a snapshot (as of an instant) reads.
-CREATE OR REPLACE TEMP MACRO hudi_file_slices(path, as_of := NULL) AS TABLE
-    SELECT * FROM query(hudi_duck_plan('file_slices', path, CAST(as_of AS VARCHAR), NULL, true));
+CREATE OR REPLACE TEMP MACRO hudi_file_slices(path, as_of := NULL, metadata_enable := true) AS TABLE
+    SELECT * FROM query(hudi_duck_inspect('file_slices', path, CAST(as_of AS VARCHAR), NULL, true,
+                                          CAST(metadata_enable AS BOOLEAN)));

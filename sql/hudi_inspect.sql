@@ -15,8 +15,9 @@ CREATE OR REPLACE TEMP MACRO hudi_commit_files(path, instant := NULL, include_ar
                                        CAST(include_archived AS BOOLEAN)));
 
 -- One row per partition of the latest snapshot (or as of an instant): file groups, files, bytes, records.
-CREATE OR REPLACE TEMP MACRO hudi_partitions(path, as_of := NULL) AS TABLE
-    SELECT * FROM query(hudi_duck_plan('partitions', path, CAST(as_of AS VARCHAR), NULL, false));
+CREATE OR REPLACE TEMP MACRO hudi_partitions(path, as_of := NULL, metadata_enable := true) AS TABLE
+    SELECT * FROM query(hudi_duck_inspect('partitions', path, CAST(as_of AS VARCHAR), NULL, false,
+                                          CAST(metadata_enable AS BOOLEAN)));
 
 -- One row per operation (file slice) of every compaction and log compaction plan, pending or completed.
 CREATE OR REPLACE TEMP MACRO hudi_compactions(path) AS TABLE
@@ -55,5 +56,5 @@ CREATE OR REPLACE TEMP MACRO hudi_schema_history(path, include_archived := false
     SELECT * FROM query(hudi_duck_plan('schema_history', path, NULL, NULL, CAST(include_archived AS BOOLEAN)));
 
 -- One row per log block of every log file of the table.
-CREATE OR REPLACE TEMP MACRO hudi_log_blocks(path) AS TABLE
-    SELECT * FROM query(hudi_duck_plan('log_blocks', path, NULL, NULL, false));
+CREATE OR REPLACE TEMP MACRO hudi_log_blocks(path, metadata_enable := true) AS TABLE
+    SELECT * FROM query(hudi_duck_inspect('log_blocks', path, NULL, NULL, false, CAST(metadata_enable AS BOOLEAN)));

@@ -15,7 +15,10 @@ from . import lazy
 from .planner import plan_sql
 
 PLAN_FUNCTION = "hudi_duck_plan"
-#: The reads' planner: ``hudi_duck_plan``'s arguments plus read options (``strict``).
+#: ``hudi_duck_plan`` for the inspection functions that list files, plus ``metadata_enable``.
+INSPECT_FUNCTION = "hudi_duck_inspect"
+#: The reads' planner: ``hudi_duck_plan``'s arguments plus read options (``strict``,
+#: ``metadata_enable``, ``filters``).
 READ_FUNCTION = "hudi_duck_read"
 
 
@@ -48,14 +51,27 @@ class _Planner:
     def __call__(
         self, kind: str | None, path: str | None, first: str | None, second: str | None, values_from_path: bool | None = True
     ) -> str:
+        return self.inspect(kind, path, first, second, values_from_path, True)
+
+    def inspect(
+        self,
+        kind: str | None,
+        path: str | None,
+        first: str | None,
+        second: str | None,
+        values_from_path: bool | None,
+        metadata_enable: bool | None,
+    ) -> str:
+        """``hudi_duck_inspect``: ``hudi_duck_plan`` with Hudi's ``hoodie.metadata.enable``."""
         if path is None:
             raise HudiError(f"{kind or 'hudi'}: the table path is NULL")
         options = self._options_for(path)
+        use_metadata = metadata_enable is not False
         with self.lock:
             if kind in ("snapshot", "read_optimized", "incremental"):
-                return plan_sql(kind, path, first, second, options, values_from_path is not False)
+                return plan_sql(kind, path, first, second, options, values_from_path is not False, metadata_enable=use_metadata)
             if kind in inspection.kinds():
-                return inspection.plan_sql(kind, path, first, values_from_path, options)
+                return inspection.plan_sql(kind, path, first, values_from_path, options, use_metadata)
         raise HudiError(f"unknown Hudi function kind {kind!r}")
 
     def read(
@@ -66,6 +82,8 @@ class _Planner:
         second: str | None,
         values_from_path: bool | None,
         strict: bool | None,
+        metadata_enable: bool | None = True,
+        filters: str | None = None,
     ) -> str:
         """``hudi_duck_read``: SQL of a snapshot, read-optimized or incremental read."""
         if path is None:
@@ -74,7 +92,17 @@ class _Planner:
             raise HudiError(f"unknown Hudi read kind {kind!r}")
         options = self._options_for(path)
         with self.lock:
-            return plan_sql(kind, path, first, second, options, values_from_path is not False, strict is True)
+            return plan_sql(
+                kind,
+                path,
+                first,
+                second,
+                options,
+                values_from_path is not False,
+                strict is True,
+                metadata_enable is not False,
+                filters,
+            )
 
     def _options_for(self, path: str) -> dict[str, Any]:
         protocol = path.split("://", 1)[0] if "://" in path else "file"
@@ -102,7 +130,7 @@ def register(
     if lazy.PROTOCOL not in con.list_filesystems():
         con.register_filesystem(lazy.LazySliceFileSystem())
     planner = _Planner(storage_options)
-    for name in (PLAN_FUNCTION, READ_FUNCTION, lazy.KEEP_FUNCTION):
+    for name in (PLAN_FUNCTION, INSPECT_FUNCTION, READ_FUNCTION, lazy.KEEP_FUNCTION):
         try:
             con.remove_function(name)
         except Exception:
@@ -126,9 +154,18 @@ def register(
         side_effects=True,
     )
     con.create_function(
+        INSPECT_FUNCTION,
+        planner.inspect,
+        ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "BOOLEAN", "BOOLEAN"],
+        "VARCHAR",
+        null_handling="special",
+        exception_handling="default",
+        side_effects=True,
+    )
+    con.create_function(
         READ_FUNCTION,
         planner.read,
-        ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "BOOLEAN", "BOOLEAN"],
+        ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "BOOLEAN", "BOOLEAN", "BOOLEAN", "VARCHAR"],
         "VARCHAR",
         null_handling="special",
         exception_handling="default",

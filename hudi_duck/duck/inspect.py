@@ -89,11 +89,19 @@ def view_file(kind: str, table: HudiTable, args: ViewArgs) -> str:
     return path
 
 
-def plan_sql(kind: str, path: str, time_arg: str | None, include_archived: bool | None, options: dict[str, Any]) -> str:
-    """SQL for ``hudi_<kind>(path, ...)``: a scan of the view's cached parquet file."""
+def plan_sql(
+    kind: str,
+    path: str,
+    time_arg: str | None,
+    include_archived: bool | None,
+    options: dict[str, Any],
+    metadata_enable: bool = True,
+) -> str:
+    """SQL for ``hudi_<kind>(path, ...)``: a scan of the view's cached parquet file; file
+    listings come from the metadata table unless ``metadata_enable`` is false."""
     if kind not in kinds():
         raise HudiError(f"unknown Hudi function kind {kind!r}")
-    table = HudiTable(path, options)
+    table = HudiTable(path, options, metadata_enable=metadata_enable)
     file = view_file(kind, table, ViewArgs(time_arg, bool(include_archived)))
     return f"SELECT * FROM read_parquet({quote_literal(file)})"
 

@@ -14,6 +14,7 @@ from ..core.table.read_plan import (
     plan_read_optimized,
     plan_snapshot,
 )
+from ..core.table.filters import FilterSpec
 from ..core.table.table import HudiTable
 from .sql import SqlRenderer
 
@@ -21,14 +22,19 @@ log = logging.getLogger("hudi_duck")
 
 
 def make_plan(
-    kind: str, table: HudiTable, first: str | None, second: str | None, options: ReadOptions = ReadOptions()
+    kind: str,
+    table: HudiTable,
+    first: str | None,
+    second: str | None,
+    options: ReadOptions = ReadOptions(),
+    filters: FilterSpec = None,
 ) -> ReadPlan:
     if kind == "snapshot":
-        return plan_snapshot(table, as_of=first, options=options)
+        return plan_snapshot(table, as_of=first, options=options, filters=filters)
     if kind == "read_optimized":
-        return plan_read_optimized(table, as_of=first, options=options)
+        return plan_read_optimized(table, as_of=first, options=options, filters=filters)
     if kind == "incremental":
-        return plan_incremental(table, begin=first, end=second, options=options)
+        return plan_incremental(table, begin=first, end=second, options=options, filters=filters)
     raise ValueError(f"unknown query kind {kind!r}")
 
 
@@ -65,10 +71,15 @@ def plan_sql(
     options: dict[str, Any],
     values_from_path: bool = True,
     strict: bool = False,
+    metadata_enable: bool = True,
+    filters: FilterSpec = None,
 ) -> str:
     """SQL of ``hudi_<kind>(path, ...)``; ``options`` are the storage options, ``values_from_path``
-    Hudi's ``hoodie.datasource.read.extract.partition.values.from.path``."""
+    Hudi's ``hoodie.datasource.read.extract.partition.values.from.path``, ``metadata_enable``
+    Hudi's ``hoodie.metadata.enable``, ``filters`` the read's filters (see ``core/table/filters.py``)."""
     check_times(kind, path, first, second)
-    table = HudiTable(path, options)
-    read_options = ReadOptions(extract_partition_values_from_path=values_from_path, strict=strict)
-    return render_plan(make_plan(kind, table, first, second, read_options))
+    table = HudiTable(path, options, metadata_enable=metadata_enable)
+    read_options = ReadOptions(
+        extract_partition_values_from_path=values_from_path, strict=strict, metadata_enable=metadata_enable
+    )
+    return render_plan(make_plan(kind, table, first, second, read_options, filters))

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from ..core.file_group.file_slice import FileSlice
 from ..core.schema.meta_fields import COMMIT_TIME
+from ..core.table.filters import ColumnFilter
 from ..core.table.read_plan import ReadPlan
 from . import cache, lazy
 
@@ -234,8 +235,32 @@ class SqlRenderer:
         branches = self._base_only_branches() + self._merge_branches()
         self.stats.branches = len(branches)
         if not branches:
-            return f"SELECT {self._projection()} FROM read_parquet({quote_literal(cache.schema_file(self.schema))})"
-        return "\nUNION ALL\n".join(branches)
+            sql = f"SELECT {self._projection()} FROM read_parquet({quote_literal(cache.schema_file(self.schema))})"
+        else:
+            sql = "\nUNION ALL\n".join(branches)
+        if self.plan.filters:
+            sql = f"SELECT * FROM ({sql}) WHERE {filters_sql(self.plan.filters)}"
+        return sql
+
+
+def filters_sql(filters: Iterable[ColumnFilter]) -> str:
+    """The conjunction of a plan's filters as a SQL condition."""
+    return " AND ".join(f"{quote_ident(f.column)} {f.op} {_filter_literal(f.value)}" for f in filters)
+
+
+def _filter_literal(value: object) -> str:
+    import datetime as _dt
+    import decimal
+    import math
+
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else f"CAST({quote_literal(repr(value))} AS DOUBLE)"
+    if isinstance(value, decimal.Decimal):
+        return f"CAST({quote_literal(str(value))} AS DECIMAL(38, {max(0, -value.as_tuple().exponent)}))"
+    if isinstance(value, _dt.datetime):
+        kind = "TIMESTAMPTZ" if value.tzinfo is not None else "TIMESTAMP"
+        return f"{kind} {quote_literal(value.isoformat(sep=' '))}"
+    return _sql_literal(value)
 
 
 _DUCKDB_TYPES = {

@@ -210,9 +210,11 @@ class TableConfig:
     # -- loading / saving ---------------------------------------------------
     @classmethod
     def load(cls, storage: Storage) -> "TableConfig":
-        if not storage.exists(""):
-            raise TableNotFoundError(f"table path does not exist: {storage.uri()}")
+        """Read ``hoodie.properties`` (its backup when it is missing or damaged); the table's
+        folder itself is looked at only to explain a missing file."""
         if not storage.exists(PROPERTIES_FILE):
+            if not storage.exists(""):
+                raise TableNotFoundError(f"table path does not exist: {storage.uri()}")
             if storage.exists(PROPERTIES_BACKUP_FILE):
                 return cls._load_file(storage, PROPERTIES_BACKUP_FILE, fallback=None)
             raise TableNotFoundError(

@@ -3,10 +3,9 @@
 As ``HoodieBackedTableMetadata`` does: take the latest file slice of the
 ``files`` file group (its base HFile counts once the metadata table committed
 it), apply the log blocks of delta commits that are *valid* — completed on the
-metadata table and on the data table (the metadata table is written before
-the data table commits, so a block of a failed data commit must not count),
-plus the metadata table's own initialization/indexing commits and instants a
-completed rollback or restore undid — merge the log records first and then
+metadata table and not pending on the data table (the metadata table is
+written before the data table commits, so a block of a failed data commit must
+not count), plus instants a completed rollback or restore undid — merge the log records first and then
 with the base records (:func:`records.combine`), and read the listing off the
 ``__all_partitions__`` record and one record per partition.
 """
@@ -14,6 +13,7 @@ with the base records (:func:`records.combine`), and read the listing off the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterable
 
 from ..config.table_config import TableConfig
@@ -26,7 +26,7 @@ from ..storage.storage import Storage
 from ..table.fs_view import FileSystemView
 from ..timeline.active import Timeline
 from ..timeline.instant import Action, State
-from .layout import FILES, METADATA_FOLDER, OperationSuffix, SOLO_COMMIT_TIMESTAMP
+from .layout import FILES, METADATA_FOLDER, SOLO_COMMIT_TIMESTAMP
 from .records import (
     PARTITION_LIST_KEY,
     MetadataRecord,
@@ -74,14 +74,24 @@ def _rolled_back_instants(timeline: Timeline, after: str) -> set[str]:
 
 
 def valid_instant_times(data_timeline: Timeline, metadata_timeline: Timeline) -> set[str]:
-    """``HoodieTableMetadataUtil.getValidInstantTimestamps``: instants whose log blocks count."""
+    """``HoodieTableMetadataUtil.getValidInstantTimestamps``: instants whose log blocks count.
+
+    The data table's completed instants; every completed delta commit of the metadata
+    table whose instant is not pending on the data table (the metadata table commits
+    first: a write that failed afterwards stays pending there), which covers the metadata
+    table's own instants (initialization, indexing, log compaction, the suffixed instants
+    of table version 6); instants completed rollbacks and restores undid; the metadata
+    table's rollbacks and restores and its bootstrap delta commits (``00000000000000...``).
+    """
     valid = {i.requested_time for i in data_timeline.completed()}
+    pending = {i.requested_time for i in data_timeline.pending()}
     for instant in metadata_timeline.completed():
         time = instant.requested_time
-        indexing = time.endswith(OperationSuffix.METADATA_INDEXER) and len(time) == 20
-        if indexing or (instant.action == Action.DELTA_COMMIT and time.startswith(SOLO_COMMIT_TIMESTAMP)):
+        if instant.action == Action.DELTA_COMMIT and time not in pending:
             valid.add(time)
         if instant.action in (Action.ROLLBACK, Action.RESTORE):
+            valid.add(time)
+        if instant.action == Action.DELTA_COMMIT and time.startswith(SOLO_COMMIT_TIMESTAMP):
             valid.add(time)
     earliest = min(valid) if valid else SOLO_COMMIT_TIMESTAMP
     valid |= _rolled_back_instants(data_timeline, earliest)
@@ -93,48 +103,86 @@ def _merge_into(state: dict[str, MetadataRecord | None], record: MetadataRecord)
     state[record.key] = record if older is None else combine(older, record)
 
 
-def merged_records(storage: Storage, partition: str = FILES.name) -> tuple[dict[str, MetadataRecord], tuple[str, ...]]:
-    """Key -> merged record of one metadata partition (latest slice of each file group)."""
-    if not has_metadata_table(storage):
-        raise MetadataTableError(
-            f"{storage.uri()}: no metadata table (expected {METADATA_FOLDER}/{FILES.name}); "
-            "list the table's storage instead or enable hoodie.metadata.enable"
-        )
-    data_config = TableConfig.load(storage)
-    data_timeline = Timeline.load(storage, data_config)
-    mdt_storage = storage.child(METADATA_FOLDER)
-    mdt_config = TableConfig.load(mdt_storage)
-    mdt_timeline = Timeline.load(mdt_storage, mdt_config)
-    view = FileSystemView(mdt_storage, mdt_config, mdt_timeline)
-    valid = valid_instant_times(data_timeline, mdt_timeline)
+def _wanted(key: str, key_prefixes: tuple[str, ...] | None) -> bool:
+    return key_prefixes is None or key.startswith(key_prefixes)
 
-    def admit(instant: str) -> bool:
-        return instant in valid and view.is_committed(instant)
 
-    result: dict[str, MetadataRecord] = {}
-    applied: set[str] = set()
-    for file_slice in view.latest_slices(partitions=[partition]):
+def _cells(cells: Iterable[tuple[bytes, bytes]], key_prefixes: tuple[str, ...] | None) -> list[tuple[bytes, bytes]]:
+    """The HFile cells whose row key starts with one of ``key_prefixes`` (all when None):
+    decoding only those is Hudi's prefix lookup of column stats."""
+    if key_prefixes is None:
+        return list(cells)
+    prefixes = tuple(p.encode("utf-8") for p in key_prefixes)
+    return [(key, value) for key, value in cells if bytes(key).startswith(prefixes)]
+
+
+class MetadataTable:
+    """A data table's metadata table opened for reading (``HoodieBackedTableMetadata``).
+
+    Its own file system view lists only ``.hoodie/metadata/<partition>``
+    folders; a log block counts when its instant completed on the metadata
+    timeline and is valid for the data table (:func:`valid_instant_times`).
+    """
+
+    def __init__(self, storage: Storage, data_timeline: Timeline | None = None):
+        if not has_metadata_table(storage):
+            raise MetadataTableError(
+                f"{storage.uri()}: no metadata table (expected {METADATA_FOLDER}/{FILES.name}); "
+                "list the table's storage instead (hoodie.metadata.enable=false)"
+            )
+        if data_timeline is None:
+            data_timeline = Timeline.load(storage, TableConfig.load(storage))
+        self.storage = storage
+        self.mdt_storage = storage.child(METADATA_FOLDER)
+        config = TableConfig.load(self.mdt_storage)
+        self.timeline = Timeline.load(self.mdt_storage, config)
+        self.view = FileSystemView(self.mdt_storage, config, self.timeline)
+        self.valid = valid_instant_times(data_timeline, self.timeline)
+
+    def _admit(self, instant: str) -> bool:
+        return instant in self.valid and self.view.is_committed(instant)
+
+    def records(
+        self, partition: str, key_prefixes: Iterable[str] | None = None, *, required: bool = True
+    ) -> tuple[dict[str, MetadataRecord], tuple[str, ...]]:
+        """Key -> merged record of one metadata partition (latest slice of each file group);
+        ``key_prefixes`` keeps the keys starting with one of them. A partition without
+        file slices fails when ``required`` (Hudi checks the same) and is empty otherwise."""
+        prefixes = tuple(key_prefixes) if key_prefixes is not None else None
+        slices = self.view.latest_slices(partitions=[partition])
+        if not slices and required:
+            raise MetadataTableError(
+                f"{self.mdt_storage.uri(partition)}: metadata table partition {partition!r} has no file slices; "
+                "the metadata table is incomplete: rebuild it, or read with hoodie.metadata.enable=false"
+            )
+        result: dict[str, MetadataRecord] = {}
+        applied: set[str] = set()
+        for file_slice in slices:
+            result.update(self._slice_records(file_slice, prefixes, applied))
+        return result, tuple(sorted(applied))
+
+    def _slice_records(self, file_slice, prefixes: tuple[str, ...] | None, applied: set[str]) -> dict[str, MetadataRecord]:
         base: dict[str, MetadataRecord] = {}
+        storage = self.mdt_storage
         if file_slice.base_file is not None:
-            data = mdt_storage.read(file_slice.base_file.path)
-            source = mdt_storage.uri(file_slice.base_file.path)
-            hfile = open_hfile(data, source)
+            source = storage.uri(file_slice.base_file.path)
+            hfile = open_hfile(storage.read(file_slice.base_file.path), source)
             if not hfile.schema_json:
                 raise MetadataTableError(f"{source}: metadata base file has no writer schema")
-            base = {r.key: r for r in decode_values(hfile.cells, hfile.schema_json, source)}
+            base = {r.key: r for r in decode_values(_cells(hfile.cells, prefixes), hfile.schema_json, source)}
         logs: dict[str, MetadataRecord | None] = {}
-        scan = scan_slice_logs(mdt_storage, file_slice.log_files, admit)
-        for block in scan.blocks:
+        for block in scan_slice_logs(storage, file_slice.log_files, self._admit).blocks:
             source = f"{block.file_path}@{block.offset}"
             applied.add(block.instant_time or "")
             if block.block_type is BlockType.DELETE_BLOCK:
                 for deleted in decode_delete_block(block):
-                    logs[deleted.record_key] = None
+                    if _wanted(deleted.record_key, prefixes):
+                        logs[deleted.record_key] = None
                 continue
             if block.block_type is not BlockType.HFILE_DATA_BLOCK or not block.schema:
                 raise MetadataTableError(f"{source}: metadata log block is {block.block_type.name}, expected an HFile data block")
             hfile = open_hfile(block.content, source)
-            for record in decode_values(hfile.cells, block.schema, source):
+            for record in decode_values(_cells(hfile.cells, prefixes), block.schema, source):
                 if logs.get(record.key) is None:
                     logs[record.key] = record
                 else:
@@ -146,21 +194,49 @@ def merged_records(storage: Storage, partition: str = FILES.name) -> tuple[dict[
                 base[key] = combine(base[key], record)
             else:
                 base[key] = record
-        result.update(base)
-    return result, tuple(sorted(applied))
+        return base
+
+    def files_listing(self) -> FilesListing:
+        """The live files of every data partition, from the ``files`` partition."""
+        records, applied = self.records(FILES.name)
+        partition_list = records.get(PARTITION_LIST_KEY)
+        names: Iterable[str] = partition_list.live_files() if partition_list is not None else ()
+        out: dict[str, list[tuple[str, int]]] = {}
+        for identifier in sorted(names):
+            record = records.get(identifier)
+            files = record.live_files() if record is not None and record.type is RecordType.FILE_LIST else {}
+            out[partition_path_of(identifier)] = sorted(files.items())
+        return FilesListing(out, applied)
+
+
+class MetadataListing:
+    """Partitions and files of the data table as the metadata table's ``files`` partition
+    lists them: planning a read lists no data folder."""
+
+    source = "metadata"
+
+    def __init__(self, metadata_table: MetadataTable):
+        self.metadata_table = metadata_table
+
+    @cached_property
+    def listing(self) -> FilesListing:
+        return self.metadata_table.files_listing()
+
+    def partitions(self) -> list[str]:
+        return list(self.listing.partitions)
+
+    def files(self, partition: str) -> list[tuple[str, int]]:
+        return list(self.listing.partitions.get(partition, ()))
+
+
+def merged_records(storage: Storage, partition: str = FILES.name) -> tuple[dict[str, MetadataRecord], tuple[str, ...]]:
+    """Key -> merged record of one metadata partition (latest slice of each file group)."""
+    return MetadataTable(storage).records(partition)
 
 
 def files_listing(storage: Storage) -> FilesListing:
     """The live files of every partition according to the metadata table's ``files`` partition."""
-    records, applied = merged_records(storage, FILES.name)
-    partition_list = records.get(PARTITION_LIST_KEY)
-    names: Iterable[str] = partition_list.live_files() if partition_list is not None else ()
-    out: dict[str, list[tuple[str, int]]] = {}
-    for identifier in sorted(names):
-        record = records.get(identifier)
-        files = record.live_files() if record is not None and record.type is RecordType.FILE_LIST else {}
-        out[partition_path_of(identifier)] = sorted(files.items())
-    return FilesListing(out, applied)
+    return MetadataTable(storage).files_listing()
 
 
-__all__ = ["FilesListing", "MetadataTableError", "files_listing", "has_metadata_table", "merged_records", "valid_instant_times"]
+__all__ = ["FilesListing", "MetadataListing", "MetadataTable", "MetadataTableError", "files_listing", "has_metadata_table", "merged_records", "valid_instant_times"]

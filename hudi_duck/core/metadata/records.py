@@ -11,6 +11,8 @@ type   key                      payload
 3      column stats key         ``ColumnStatsMetadata``
 4      bloom filter key         ``BloomFilterMetadata``
 5      record key               ``recordIndexMetadata``
+6      partition stats key      ``ColumnStatsMetadata`` of a whole partition (version 8+)
+7      secondary index key      ``SecondaryIndexMetadata`` (version 8+)
 =====  =======================  ===========================================================
 
 Values are stored as Avro binary of the writer schema (``HoodieMetadataRecord``
@@ -80,6 +82,8 @@ class RecordType(IntEnum):
     COLUMN_STATS = 3
     BLOOM_FILTER = 4
     RECORD_INDEX = 5
+    PARTITION_STATS = 6
+    SECONDARY_INDEX = 7
 
 
 @dataclass(frozen=True)
@@ -277,7 +281,7 @@ def combine(older: MetadataRecord, newer: MetadataRecord) -> MetadataRecord:
         )
     if newer.type in (RecordType.PARTITION_LIST, RecordType.FILE_LIST):
         return MetadataRecord(newer.key, newer.type, combine_files(older.files, newer.files))
-    if newer.type is RecordType.COLUMN_STATS:
+    if newer.type in (RecordType.COLUMN_STATS, RecordType.PARTITION_STATS):
         return replace(newer, meta={}, column_stats=combine_column_stats(older.column_stats, newer.column_stats))
     if newer.type is RecordType.BLOOM_FILTER:
         return replace(newer, meta={})

@@ -20,7 +20,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Iterable
+from typing import Iterable, Protocol
 
 from ..config.table_config import METAFOLDER, TableConfig
 from ..file_group.file_slice import FileGroup, FileSlice
@@ -79,19 +79,16 @@ class CommittedInstants:
         return replace(self, until=until, before=before)
 
 
-class FileSystemView:
-    """Lists a table's data files once and answers slice questions from memory."""
+class StorageListing:
+    """Partitions and their files found by listing the table's folders
+    (Hudi's ``FileSystemBackedTableMetadata``)."""
 
-    def __init__(self, storage: Storage, config: TableConfig, timeline: Timeline):
+    source = "storage"
+
+    def __init__(self, storage: Storage, config: TableConfig):
         self.storage = storage
         self.config = config
-        self.timeline = timeline
-        self.base_ext = config.base_file_extension
-        self.files_listed = 0
-        self._committed: CommittedInstants | None = None
 
-    # -- listing ----------------------------------------------------------------
-    @cached_property
     def partitions(self) -> list[str]:
         """Partition paths, found by their ``.hoodie_partition_metadata`` marker."""
         found: list[str] = []
@@ -108,19 +105,50 @@ class FileSystemView:
             found.append("")
         return sorted(found)
 
+    def files(self, partition: str) -> list[tuple[str, int]]:
+        """(file name, size) of the files directly in ``partition``."""
+        return [(info.name, info.size) for info in self.storage.list(partition) if not info.is_dir]
+
+
+class FileListing(Protocol):
+    """Where a file system view gets partitions and files: storage or the metadata table."""
+
+    source: str
+
+    def partitions(self) -> list[str]: ...
+
+    def files(self, partition: str) -> list[tuple[str, int]]: ...
+
+
+class FileSystemView:
+    """Lists a table's data files once and answers slice questions from memory."""
+
+    def __init__(self, storage: Storage, config: TableConfig, timeline: Timeline, listing: FileListing | None = None):
+        self.storage = storage
+        self.config = config
+        self.timeline = timeline
+        self.listing: FileListing = listing if listing is not None else StorageListing(storage, config)
+        self.base_ext = config.base_file_extension
+        self.files_listed = 0
+        self._committed: CommittedInstants | None = None
+
+    # -- listing ----------------------------------------------------------------
+    @cached_property
+    def partitions(self) -> list[str]:
+        """Partition paths of the table (the listing's answer, sorted)."""
+        return sorted(self.listing.partitions())
+
     def list_partition(self, partition: str) -> tuple[list[BaseFile], list[LogFile]]:
         bases: list[BaseFile] = []
         logs: list[LogFile] = []
-        for info in self.storage.list(partition):
-            if info.is_dir:
-                continue
+        for name, size in self.listing.files(partition):
             self.files_listed += 1
-            if info.name.startswith("."):
-                log = parse_log_file(partition, info.name, info.size)
+            if name.startswith("."):
+                log = parse_log_file(partition, name, size)
                 if log is not None and not log.is_cdc:
                     logs.append(log)
                 continue
-            base = parse_base_file(partition, info.name, info.size)
+            base = parse_base_file(partition, name, size)
             if base is not None and base.extension == self.base_ext:
                 bases.append(base)
         return bases, logs

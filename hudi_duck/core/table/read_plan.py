@@ -41,6 +41,7 @@ from ..schema.avro_arrow import avro_to_arrow
 from ..schema.meta_fields import without_meta_fields
 from ..storage.storage import Storage, get_storage
 from ..timeline.instant import Action, Instant, normalize_instant_time
+from .filters import ColumnFilter, FilterSpec, parse_filters
 from .fs_view import CommittedInstants
 from .table import HudiTable
 
@@ -87,6 +88,10 @@ class ReadOptions:
     extract_partition_values_from_path: bool = True
     #: fail on a corrupt log block instead of skipping it (with a warning) as Hudi does
     strict: bool = False
+    #: ``hoodie.metadata.enable``: list partitions and files from the metadata table when the
+    #: table has one (its ``files`` partition), and skip files with its statistics; the read's
+    #: entry points open the table with it (``HudiTable(..., metadata_enable=...)``)
+    metadata_enable: bool = True
 
 
 @dataclass(frozen=True)
@@ -144,6 +149,12 @@ class ReadPlan:
     key_generator: KeyGeneratorSpec | None = None
     options: ReadOptions = ReadOptions()
     partitions: tuple[str, ...] | None = None
+    #: filters every output row passes (the slices they rule out are already left out of ``slices``)
+    filters: tuple[ColumnFilter, ...] = ()
+    #: file slices left out by the metadata table's partition and column statistics
+    skipped_slices: int = 0
+    #: where partitions and files were listed from: "metadata" (the metadata table) or "storage"
+    listing: str = "storage"
 
     @property
     def base_uri(self) -> str:
@@ -261,13 +272,16 @@ def plan_snapshot(
     as_of: str | None = None,
     partitions: Iterable[str] | None = None,
     options: ReadOptions = ReadOptions(),
+    filters: FilterSpec = None,
 ) -> ReadPlan:
     as_of = parse_query_time("as_of", as_of, table.base_uri)
     table.config.check_readable()
+    typed = _parse_filters(table, filters)
     view = table.file_system_view
     partitions = tuple(partitions) if partitions else None
     replaced = frozenset(view.replaced_file_groups(as_of))
     slices = view.latest_slices(as_of=as_of, partitions=partitions, replaced=replaced)
+    slices, skipped = _skip(table, slices, typed, latest=as_of is None)
     return _plan(
         table,
         QueryType.SNAPSHOT,
@@ -277,6 +291,8 @@ def plan_snapshot(
         as_of=as_of,
         replaced=replaced,
         partitions=partitions,
+        filters=typed,
+        skipped_slices=skipped,
     )
 
 
@@ -285,14 +301,28 @@ def plan_read_optimized(
     as_of: str | None = None,
     partitions: Iterable[str] | None = None,
     options: ReadOptions = ReadOptions(),
+    filters: FilterSpec = None,
 ) -> ReadPlan:
     as_of = parse_query_time("as_of", as_of, table.base_uri)
     table.config.check_readable()
+    typed = _parse_filters(table, filters)
     view = table.file_system_view
     partitions = tuple(partitions) if partitions else None
     replaced = frozenset(view.replaced_file_groups(as_of))
     slices = view.latest_slices(as_of=as_of, partitions=partitions, read_optimized=True, replaced=replaced)
-    return _plan(table, QueryType.READ_OPTIMIZED, slices, None, options, as_of=as_of, replaced=replaced, partitions=partitions)
+    slices, skipped = _skip(table, slices, typed, latest=as_of is None)
+    return _plan(
+        table,
+        QueryType.READ_OPTIMIZED,
+        slices,
+        None,
+        options,
+        as_of=as_of,
+        replaced=replaced,
+        partitions=partitions,
+        filters=typed,
+        skipped_slices=skipped,
+    )
 
 
 def _window_key(table: HudiTable, instant: Instant) -> str:
@@ -303,12 +333,17 @@ def _window_key(table: HudiTable, instant: Instant) -> str:
 
 
 def plan_incremental(
-    table: HudiTable, begin: str | None = None, end: str | None = None, options: ReadOptions = ReadOptions()
+    table: HudiTable,
+    begin: str | None = None,
+    end: str | None = None,
+    options: ReadOptions = ReadOptions(),
+    filters: FilterSpec = None,
 ) -> ReadPlan:
     """Rows of the commits in ``(begin, end]``; ``begin`` None (or '000' / 'earliest') starts at the first commit."""
     begin = parse_query_time("begin_time", begin, table.base_uri)
     end = parse_query_time("end_time", end, table.base_uri)
     table.config.check_readable()
+    typed = _parse_filters(table, filters)
     if not table.has_meta_fields:
         raise UnsupportedFeatureError(
             f"{table.base_uri}: incremental queries need the _hoodie_commit_time meta column, "
@@ -353,6 +388,7 @@ def plan_incremental(
             replaced=replaced,
             hidden_base_instants=hidden_bases,
         )
+    slices, skipped = _skip(table, slices, typed, latest=end is None)
     return _plan(
         table,
         QueryType.INCREMENTAL,
@@ -363,7 +399,25 @@ def plan_incremental(
         end=end,
         commit_times=commit_times,
         replaced=frozenset(replaced),
+        filters=typed,
+        skipped_slices=skipped,
     )
+
+
+def _parse_filters(table: HudiTable, filters: FilterSpec) -> tuple[ColumnFilter, ...]:
+    return parse_filters(filters, table.schema, f"Hudi table {table.base_uri}: ")
+
+
+def _skip(
+    table: HudiTable, slices: list[FileSlice], filters: tuple[ColumnFilter, ...], latest: bool
+) -> tuple[list[FileSlice], int]:
+    """The slices the metadata table's statistics cannot rule out for ``filters``, and how many were."""
+    if not filters or not table.uses_metadata_table:
+        return slices, 0
+    from ..metadata.data_skipping import skip_slices
+
+    result = skip_slices(table.metadata_table, table.config.metadata_partitions, slices, filters, latest)
+    return list(result.slices), len(slices) - len(result.slices)
 
 
 def committed_before(table: HudiTable, instant_time: str) -> CommittedInstants:
@@ -397,6 +451,7 @@ def _plan(
         partition_values=_partition_values(table, schema, columns, {s.partition_path for s in slices}),
         key_generator=key_generator,
         options=options,
+        listing=table.file_system_view.listing.source,
         **fields,
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -17,13 +17,19 @@ from ..storage.storage import Storage, get_storage
 from ..timeline.active import Timeline
 from .fs_view import FileSystemView
 
+if TYPE_CHECKING:
+    from ..metadata.files_reader import MetadataTable
+
 
 class HudiTable:
     """Entry point of the core: everything the readers and writer derive from a base path."""
 
-    def __init__(self, base_uri: str, storage_options: dict[str, Any] | None = None):
+    def __init__(self, base_uri: str, storage_options: dict[str, Any] | None = None, *, metadata_enable: bool = False):
+        """``metadata_enable``: Hudi's ``hoodie.metadata.enable`` for this table's file listing
+        (reads turn it on; writes and table services list storage)."""
         self.storage: Storage = get_storage(base_uri, storage_options)
         self.config: TableConfig = TableConfig.load(self.storage)
+        self.metadata_enable = metadata_enable
 
     @property
     def base_uri(self) -> str:
@@ -33,9 +39,29 @@ class HudiTable:
     def timeline(self) -> Timeline:
         return Timeline.load(self.storage, self.config)
 
+    @property
+    def uses_metadata_table(self) -> bool:
+        """Whether listings come from the metadata table: enabled, and the table's
+        ``hoodie.table.metadata.partitions`` lists ``files`` (as Hudi's ``isMetadataTableAvailable``)."""
+        from ..metadata.layout import FILES
+
+        return self.metadata_enable and FILES.name in self.config.metadata_partitions
+
+    @cached_property
+    def metadata_table(self) -> "MetadataTable":
+        """The metadata table, opened against this table's timeline."""
+        from ..metadata.files_reader import MetadataTable
+
+        return MetadataTable(self.storage, self.timeline)
+
     @cached_property
     def file_system_view(self) -> FileSystemView:
-        return FileSystemView(self.storage, self.config, self.timeline)
+        listing = None
+        if self.uses_metadata_table:
+            from ..metadata.files_reader import MetadataListing
+
+            listing = MetadataListing(self.metadata_table)
+        return FileSystemView(self.storage, self.config, self.timeline, listing)
 
     @cached_property
     def merge_config(self) -> MergeConfig:

@@ -195,10 +195,11 @@ def list_log_files(table: HudiTable) -> list[LogFile]:
     """Every log file of the table's partitions (change-data-capture logs included), in
     file group then Hudi's log order."""
     out = []
-    for partition in table.file_system_view.partitions:
-        for info in table.storage.list(partition):
-            if not info.is_dir and info.name.startswith("."):
-                log = parse_log_file(partition, info.name, info.size)
+    view = table.file_system_view
+    for partition in view.partitions:
+        for name, size in view.listing.files(partition):
+            if name.startswith("."):
+                log = parse_log_file(partition, name, size)
                 if log is not None:
                     out.append(log)
     out.sort(key=lambda log: (log.partition_path, log.file_id, log.is_cdc, log.sort_key()))
