@@ -90,6 +90,11 @@ def drop_unreadable_plans(storage: Storage, timeline: Timeline) -> list[str]:
     """Drop pending cleans, rollbacks and compactions whose plan cannot be used; the warnings."""
     warnings = []
     for group in list(timeline.instant_groups()):
+        replace = _unreadable_replace(timeline, group.requested_time)
+        if replace is not None:
+            log.warning(replace)
+            warnings.append(replace)
+            continue
         reason = unreadable_plan(timeline, group.requested_time)
         if reason is None:
             continue
@@ -118,6 +123,24 @@ def drop_unreadable_plans(storage: Storage, timeline: Timeline) -> list[str]:
         log.warning(message)
         warnings.append(message)
     return warnings
+
+
+def _unreadable_replace(timeline: Timeline, requested_time: str) -> str | None:
+    """A pending replacecommit / clustering whose requested file cannot be read: the
+    warning (it counts as a failed write, rolled back once no heartbeat is alive)."""
+    group = timeline.group(requested_time)
+    requested = group.by_state.get(State.REQUESTED) if group is not None else None
+    if requested is None or requested.action not in (Action.REPLACE_COMMIT, Action.CLUSTERING) or group.latest.is_completed:
+        return None
+    try:
+        timeline.payload(requested)
+    except HudiError as exc:
+        return (
+            f"pending {requested.action} {requested_time}: its requested file "
+            f"{timeline.storage.uri(timeline.file_of(requested))} cannot be read ({exc}); it is no clustering plan "
+            "that can run and is rolled back as a failed write"
+        )
+    return None
 
 
 def files_based_on(storage: Storage, instant_time: str) -> list[str]:
