@@ -355,3 +355,53 @@ def test_a_refused_start_leaves_nothing(fresh_fixture, tmp_path):
     assert [p.name for p in (Path(path) / ".hoodie" / ".heartbeat").iterdir()] == [instant]
     first.go()
     assert first.outcome()["ok"]
+
+
+# -- the Spark writer beside another writer process -----------------------------------------------
+
+
+def _spark_table(spark, tmp_path: Path, table_type: str) -> tuple[str, dict]:
+    import spark_writer
+
+    path = str(tmp_path / "spark_table")
+    options = {
+        "hoodie.table.name": "races",
+        "hoodie.datasource.write.table.type": table_type,
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.partitionpath.field": "",
+        "hoodie.parquet.small.file.limit": "0",  # inserts go to new file groups
+        **FAST_HEARTBEAT,
+    }
+    frame = spark.createDataFrame([(f"k{i}", i, f"v{i}") for i in range(20)], "id string, ts long, v string")
+    spark_writer.write(frame, path, options)
+    return path, options
+
+
+@pytest.mark.parametrize("mode", ["single_writer", "optimistic_concurrency_control"])
+def test_spark_write_beside_a_writer_in_flight(small_spark, tmp_path, mode):
+    """End to end: a Spark job writes while another process holds an instant in flight.
+    A single writer refuses (naming the instant and heartbeat); under OCC both commit."""
+    import spark_writer
+
+    path, options = _spark_table(small_spark, tmp_path, "MERGE_ON_READ")
+    if mode != "single_writer":
+        options = {**options, **OCC}
+    other = Writer(tmp_path, "other", path, "other", options=options if mode != "single_writer" else FAST_HEARTBEAT)
+    instant = other.wait_started()
+    frame = small_spark.createDataFrame([(f"s{i}", i, "spark") for i in range(30)], "id string, ts long, v string")
+    if mode == "single_writer":
+        with pytest.raises(ConcurrentWriteError, match=f"{instant}.*heartbeat"):
+            spark_writer.write(frame, path, options)
+        other.go()
+        assert other.outcome()["ok"]
+        assert not any(k.startswith("s") for k in _keys(path))
+        result = spark_writer.write(frame, path, options)  # the other writer is done: now it runs
+    else:
+        result = spark_writer.write(frame, path, options)
+        other.go()
+        assert other.outcome()["ok"]
+    keys = _keys(path)
+    assert {f"s{i}" for i in range(30)} <= set(keys) and {f"k{i}" for i in range(20)} <= set(keys)
+    assert {k for k in keys if k.startswith("other-")} and max(keys.values()) == 1
+    assert {instant, result.instant_time} <= set(_commits(path))

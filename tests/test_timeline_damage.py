@@ -271,3 +271,24 @@ def test_leftovers_are_removed_but_not_those_of_live_writers(fresh_fixture, tmp_
     assert live.outcome()["ok"]
     assert not live_markers.exists()
     assert sorted(p.name for p in (hoodie / ".heartbeat").iterdir()) == []
+
+
+@pytest.mark.parametrize("how", ["half", "empty"])
+def test_spark_write_after_a_damaged_clean_plan(small_spark, tmp_path, how):
+    """End to end: a damaged pending clean used to make every write publish its commit and
+    then raise. Now the write succeeds and its result names the dropped plan."""
+    import spark_writer
+    from test_concurrency import _spark_table
+
+    path, options = _spark_table(small_spark, tmp_path, "COPY_ON_WRITE")
+    hoodie = Path(path) / ".hoodie"
+    t = HudiTable(path).timeline.next_instant_time()
+    plan_file = hoodie / f"{t}.clean.requested"
+    plan_file.write_bytes(b"Obj\x01" + b"\x00" * 64)
+    _damage(plan_file, how)
+    frame = small_spark.createDataFrame([(f"n{i}", i, "new") for i in range(5)], "id string, ts long, v string")
+    result = spark_writer.write(frame, path, {**options, "hoodie.clean.max.commits": "1", "hoodie.cleaner.commits.retained": "1"})
+    assert any(str(plan_file) in w for w in result.warnings), result.warnings
+    assert result.instant_time in [i.requested_time for i in HudiTable(path).timeline.completed_writes]
+    assert {f"n{i}" for i in range(5)} <= set(_keys(path))
+    assert HudiTable(path).timeline.pending() == []
