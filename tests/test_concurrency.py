@@ -405,3 +405,22 @@ def test_spark_write_beside_a_writer_in_flight(small_spark, tmp_path, mode):
     assert {f"s{i}" for i in range(30)} <= set(keys) and {f"k{i}" for i in range(20)} <= set(keys)
     assert {k for k in keys if k.startswith("other-")} and max(keys.values()) == 1
     assert {instant, result.instant_time} <= set(_commits(path))
+
+
+def test_a_write_rolled_back_under_it_does_not_commit(fresh_fixture, tmp_path):
+    """If another writer (one that ignores heartbeats) rolled the instant back while it
+    was in flight, the write fails at commit instead of publishing over nothing."""
+    path = fresh_fixture(MOR)
+    before = _keys(path)
+    victim = Writer(tmp_path, "victim", path, "v")
+    instant = victim.wait_started()
+    from hudi_duck.core.services import rollback
+
+    table = HudiTable(path)
+    rollback.rollback(table.storage, table.config, table.timeline, table.timeline.group(instant).latest)
+    victim.go()
+    outcome = victim.outcome()
+    assert not outcome["ok"] and outcome["error_type"] == "ConcurrentWriteError"
+    assert "rolled back by another writer" in outcome["error"]
+    assert instant not in _commits(path)
+    assert _keys(path) == before

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from ..errors import ConcurrentWriteError
 from ..storage.storage import Storage
 from ..timeline.commit_metadata import CommitMetadata
-from ..timeline.instant import Action
+from ..timeline.instant import Action, State
 from . import heartbeat
 from .conflict import TimelineSnapshot, resolve_conflicts
 from .lock import LockProvider, lock_provider, table_lock
@@ -66,8 +66,14 @@ class WriteConcurrency:
         """Around participants and publication: the lock (optimistic concurrency control),
         then the conflict check against what completed since the write started."""
         with self.locked(f"committing {txn.action} {txn.requested_time}"):
+            current = txn.timeline.reload()
+            if current.state_file(txn.requested_time, State.INFLIGHT) is None:
+                raise ConcurrentWriteError(
+                    f"{self.storage.uri()}: {txn.action} {txn.requested_time} was rolled back by another writer "
+                    "while it was in flight (its timeline files are gone); it is not committed. Retry the write"
+                )
             if isinstance(metadata, CommitMetadata) and self.snapshot is not None:
-                resolve_conflicts(txn.timeline.reload(), txn.requested_time, txn.action, metadata, self.snapshot)
+                resolve_conflicts(current, txn.requested_time, txn.action, metadata, self.snapshot)
             yield
 
     def finished(self) -> None:

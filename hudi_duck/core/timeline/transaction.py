@@ -200,7 +200,8 @@ class Transaction:
             return
         try:
             if self.action in _ROLLED_BACK_ON_ABORT:
-                self._rollback(self.instant)
+                if self.timeline.reload().group(self.requested_time) is not None:  # else undone already
+                    self._rollback(self.instant)
             elif self.action == Action.SAVEPOINT:
                 self.timeline.delete_savepoint(self.requested_time)
             # cleans, rollbacks and restores stay pending: the next run finishes them
