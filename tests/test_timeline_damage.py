@@ -292,3 +292,25 @@ def test_spark_write_after_a_damaged_clean_plan(small_spark, tmp_path, how):
     assert result.instant_time in [i.requested_time for i in HudiTable(path).timeline.completed_writes]
     assert {f"n{i}" for i in range(5)} <= set(_keys(path))
     assert HudiTable(path).timeline.pending() == []
+
+
+def test_a_failing_clean_after_a_write_is_reported_when_asked(fresh_fixture, monkeypatch):
+    """``hoodie.fail.writes.on.inline.table.service.exception=false``: nothing that fails
+    after the commit is raised, a clean included."""
+    from hudi_duck.core.services import inline
+
+    path = fresh_fixture(COW)
+    committed = HudiTable(path).timeline.latest_completed_write.requested_time
+
+    def broken(table, settings):
+        raise OSError("object store unavailable")
+
+    monkeypatch.setattr(clean, "run_clean", broken)
+    monkeypatch.setattr(clean, "needs_clean", lambda table, settings: True)
+    settings = inline.ServiceSettings(archive_automatic=False, fail_on_service_error=False)
+    outcome = inline.run_inline_services(lambda: HudiTable(path), settings, None, committed)
+    assert outcome.errors and "clean" in outcome.errors[0] and "object store unavailable" in outcome.errors[0]
+    with pytest.raises(Exception, match="clean"):
+        inline.run_inline_services(
+            lambda: HudiTable(path), inline.ServiceSettings(archive_automatic=False), None, committed
+        )
