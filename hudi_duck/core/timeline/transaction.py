@@ -200,8 +200,12 @@ class Transaction:
             return
         try:
             if self.action in _ROLLED_BACK_ON_ABORT:
-                if self.timeline.reload().group(self.requested_time) is not None:  # else undone already
-                    self._rollback(self.instant)
+                # under optimistic concurrency control the rollback holds the table lock, so
+                # no other writer's recovery runs it at the same time
+                scope = self.concurrency.locked(f"rolling back {self.requested_time}") if self.concurrency else nullcontext()
+                with scope:
+                    if self.timeline.reload().group(self.requested_time) is not None:  # else undone already
+                        self._rollback(self.instant)
             elif self.action == Action.SAVEPOINT:
                 self.timeline.delete_savepoint(self.requested_time)
             # cleans, rollbacks and restores stay pending: the next run finishes them
