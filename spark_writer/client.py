@@ -3,11 +3,13 @@
 Protocol (as Apache Hudi does it):
 
 1. refuse bad options / schemas before touching the table; create it if new;
-2. roll back writes a previous writer left pending;
+2. roll back writes a previous writer left pending (whose heartbeat expired), drop
+   unreadable plans and leftovers (``hudi_duck.core.concurrency.recovery``);
 3. ``<t>.<action>.requested`` → records keyed, precombined and tagged with
    their file groups on executors → ``.inflight`` with the workload profile;
 4. executors write data files (with markers) and return write stats;
-5. ``<t>.<action>`` with the stats and the schema completes the instant.
+5. ``<t>.<action>`` with the stats and the schema completes the instant (under
+   optimistic concurrency control: under the table lock, after the conflict check).
 
 If anything fails in between, the files this write made are rolled back at
 once (or by the next writer, if this process died), so committed data is never
@@ -38,7 +40,8 @@ from hudi_duck.core.schema.avro_arrow import (
 from hudi_duck.core.schema.evolution import evolve_write_schema
 from hudi_duck.core.schema.meta_fields import PARTITION_PATH, RECORD_KEY
 from hudi_duck.core.services import compaction
-from hudi_duck.core.services import rollback as rollbacks
+from hudi_duck.core.concurrency import recovery
+from hudi_duck.core.concurrency.control import WriteConcurrency
 from hudi_duck.core.storage.storage import Storage
 from hudi_duck.core.table.table import HudiTable
 from hudi_duck.core.timeline.commit_metadata import CommitMetadata, WriteStat
@@ -279,14 +282,17 @@ class WriteClient:
             config = self._new_table_config(data_schema)
             config.initialize_table(self.storage)
             table = self.open_table()
-        rolled_back = rollbacks.rollback_failed_writes(table.storage, table.config, table.timeline)
-        if rolled_back:
+        concurrency = WriteConcurrency(table.storage, cfg.concurrency_settings)
+        with concurrency.locked("rolling back failed writes"):
+            recovered = recovery.recover(table.storage, table.config, table.timeline, cfg.concurrency_settings)
+        rolled_back = recovered.rolled_back
+        if rolled_back or recovered.warnings:
             log.info("rolled back writes a previous writer left pending: %s", ", ".join(rolled_back))
             table = self.open_table()
         action = Action.REPLACE_COMMIT if operation in REPLACE_OPERATIONS else (
             Action.DELTA_COMMIT if table.config.is_mor else Action.COMMIT
         )
-        txn = Transaction.start(table.timeline, action, self._requested_plan(action, operation))
+        txn = Transaction.start(table.timeline, action, self._requested_plan(action, operation), concurrency=concurrency)
         instant_time = txn.requested_time
         log.info("%s %s: started a %s on %s", operation, instant_time, action, self.path)
         try:
@@ -304,7 +310,7 @@ class WriteClient:
         except BaseException as exc:
             raise _clear_error(exc, self.path) from exc
         result = self._result(table, instant_time, action, operation, stats, replaced, rolled_back)
-        result.warnings = list(txn.warnings)
+        result.warnings = recovered.warnings + list(txn.warnings)
         self._run_inline_services(cfg, result, started)
         result.seconds = time.perf_counter() - started
         log.info("%r", result)

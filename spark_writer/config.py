@@ -2,7 +2,7 @@
 
 Every option a job passes is checked before anything is written: unknown
 names (with a did-you-mean hint), bad values and contradictions are errors.
-Options Hudi has but that do not apply here (Hive sync, lock providers...)
+Options Hudi has but that do not apply here (Hive sync ...)
 are accepted and reported as ignored.
 """
 
@@ -21,6 +21,8 @@ from hudi_duck.core.config.write_settings import (
     LogSettings,
     ParquetSettings,
 )
+from hudi_duck.core.concurrency.settings import OPTION_NAMES as CONCURRENCY_OPTIONS
+from hudi_duck.core.concurrency.settings import ConcurrencySettings
 from hudi_duck.core.errors import WriteError
 from hudi_duck.core.services.archival import ArchivalSettings
 from hudi_duck.core.services.clean import CleanSettings
@@ -185,14 +187,25 @@ _OPTIONS: list[Option] = [
     Option("hoodie.clustering.plan.strategy.max.num.groups", 30, _int),
     Option("hoodie.clustering.plan.strategy.max.bytes.per.group", 2147483648, _int),
     Option("hoodie.clustering.async.enabled", False, _bool, ignored=True),
-    Option("hoodie.failed.writes.cleaner.policy", "EAGER", _choice("EAGER", "LAZY", "NEVER")),
+    # concurrency: heartbeats of in-flight writes, optimistic concurrency control
+    Option(
+        "hoodie.cleaner.policy.failed.writes", None, _choice("EAGER", "LAZY", "NEVER"),
+        doc="EAGER for a single writer, LAZY under optimistic concurrency control",
+        aliases=("hoodie.failed.writes.cleaner.policy",),
+    ),
+    Option("hoodie.client.heartbeat.interval_in_ms", 60_000, _int),
+    Option("hoodie.client.heartbeat.tolerable.misses", 2, _int),
+    Option("hoodie.write.concurrency.mode", "SINGLE_WRITER", _choice("SINGLE_WRITER", "OPTIMISTIC_CONCURRENCY_CONTROL")),
+    Option("hoodie.write.lock.provider", None),
+    Option("hoodie.write.lock.filesystem.path", None),
+    Option("hoodie.write.lock.filesystem.expire", 0, _int),
+    Option("hoodie.write.lock.wait_time_ms", 60_000, _int),
+    Option("hoodie.write.lock.wait_time_ms_between_retry", 1_000, _int),
     Option("hoodie.fail.writes.on.inline.table.service.exception", True, _bool),
     Option("hoodie.fail.on.timeline.archiving", True, _bool),
     # accepted for compatibility, no effect here
     Option("hoodie.datasource.hive_sync.enable", False, _bool, ignored=True),
     Option("hoodie.datasource.meta.sync.enable", False, _bool, ignored=True),
-    Option("hoodie.write.concurrency.mode", "SINGLE_WRITER", _choice("SINGLE_WRITER"), ignored=False),
-    Option("hoodie.write.lock.provider", None, ignored=True),
     Option("hoodie.embed.timeline.server", True, _bool, ignored=True),
     Option("hoodie.datasource.write.streaming.ignore.failed.batch", False, _bool, ignored=True),
     Option("hoodie.upsert.shuffle.parallelism.auto", True, _bool, ignored=True),
@@ -351,6 +364,13 @@ class WriteConfig:
             fail_on_archival_error=v["hoodie.fail.on.timeline.archiving"],
         )
 
+    @cached_property
+    def concurrency_settings(self) -> ConcurrencySettings:
+        """Heartbeats, failed-write rollback and optimistic concurrency control (core settings)."""
+        return ConcurrencySettings.from_options(
+            {key: str(self.values[key]) for key in CONCURRENCY_OPTIONS if self.values.get(key) is not None}
+        )
+
     def hoodie_options(self) -> dict[str, str]:
         """Options the core's key generator reads (Hudi names)."""
         out = {k: str(v) for k, v in self.raw.items()}
@@ -410,6 +430,7 @@ def parse_options(options: Mapping[str, Any], for_write: bool = True) -> WriteCo
         if option.ignored:
             log.warning("write option %s has no effect in spark_writer and is ignored", key)
     config = WriteConfig(values, raw, keygen)
+    config.concurrency_settings  # refuses contradicting concurrency options up front
     if for_write:
         _check(config)
     else:

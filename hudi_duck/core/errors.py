@@ -56,3 +56,17 @@ class TableServiceError(HudiError):
         self.committed = committed
         #: what the write returned (``spark_writer.WriteResult``), if the service followed a write
         self.result = result
+
+
+class ConcurrentWriteError(WriteError):
+    """Another writer's instant is in flight (its heartbeat is alive) and this write may not
+    run beside it (single-writer mode); nothing was written."""
+
+
+class WriteConflictError(WriteError):
+    """Optimistic concurrency control: a write touched file groups another instant changed
+    since it started; its files were rolled back, the other instant stands."""
+
+
+class LockError(WriteError):
+    """The table lock of ``hoodie.write.lock.provider`` could not be taken in time."""

@@ -251,11 +251,11 @@ class TableConfig:
         """Write ``hoodie.properties`` (backup first, as Hudi does on update)."""
         text = self.to_text().encode("utf-8")
         if storage.exists(PROPERTIES_FILE):
-            storage.write(PROPERTIES_BACKUP_FILE, storage.read(PROPERTIES_FILE))
-            storage.write(PROPERTIES_FILE, text)
+            storage.write_atomic(PROPERTIES_BACKUP_FILE, storage.read(PROPERTIES_FILE))
+            storage.write_atomic(PROPERTIES_FILE, text)
             storage.delete(PROPERTIES_BACKUP_FILE)
         else:
-            storage.write(PROPERTIES_FILE, text)
+            storage.write_atomic(PROPERTIES_FILE, text)
         self.props[Keys.CHECKSUM] = str(table_checksum(self.props))
 
     # -- validation --------------------------------------------------------

@@ -6,7 +6,9 @@ before any service starts, so a service failure never undoes the write: it is ra
 as :class:`~hudi_duck.core.errors.TableServiceError` naming the committed instant
 (``hoodie.fail.writes.on.inline.table.service.exception=true``, Hudi's default, and
 ``hoodie.fail.on.timeline.archiving=true`` for archival), or logged and reported
-when those options are ``false``. A clean that fails is always raised, as in Hudi.
+when those options are ``false`` (a clean follows the first option: with ``false`` nothing
+that fails after the commit is raised). A pending clean whose plan cannot be read never
+fails a write: writers drop it first (``hudi_duck.core.concurrency.recovery``).
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ def run_inline_services(
         _guarded(outcome, "clustering", committed, settings.fail_on_service_error, lambda: _clustering(table, settings, engine, outcome))
         table = open_table()
     if settings.clean_automatic and clean.needs_clean(table, settings.clean):
-        _guarded(outcome, "clean", committed, True, lambda: _clean(table, settings, outcome))
+        _guarded(outcome, "clean", committed, settings.fail_on_service_error, lambda: _clean(table, settings, outcome))
         table = open_table()
     if settings.archive_automatic:
         _guarded(outcome, "archival", committed, settings.fail_on_archival_error, lambda: _archive(table, settings, outcome))

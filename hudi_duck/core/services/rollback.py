@@ -19,6 +19,8 @@ import posixpath
 import time
 from dataclasses import dataclass
 
+from ..concurrency import heartbeat
+from ..concurrency.settings import ConcurrencySettings, FailedWritesPolicy
 from ..config.table_config import TableConfig
 from ..errors import HudiError, TimelineError
 from ..file_group.log_format import BlockType, CommandType, HeaderKey, encode_block
@@ -265,7 +267,8 @@ def rollback(storage: Storage, config: TableConfig, timeline: Timeline, instant:
 
 
 def complete_pending_rollbacks(storage: Storage, config: TableConfig, timeline: Timeline) -> list[str]:
-    """Finish rollbacks a crashed writer left requested or inflight."""
+    """Finish rollbacks a crashed writer left requested or inflight (a rollback whose
+    plan cannot be read is dropped first, see ``hudi_duck.core.concurrency.recovery``)."""
     done = []
     for instant in timeline.pending([Action.ROLLBACK]):
         requested = timeline.state_file(instant.requested_time, State.REQUESTED)
@@ -277,18 +280,40 @@ def complete_pending_rollbacks(storage: Storage, config: TableConfig, timeline: 
     return done
 
 
-def rollback_failed_writes(storage: Storage, config: TableConfig, timeline: Timeline) -> list[str]:
-    """Roll back every pending write (not compaction or clustering plans), oldest first.
+def rollback_failed_writes(
+    storage: Storage, config: TableConfig, timeline: Timeline, settings: ConcurrencySettings | None = None
+) -> list[str]:
+    """Roll back pending writes (not compaction or clustering plans) whose writer is gone,
+    oldest first, as ``hoodie.cleaner.policy.failed.writes`` says.
 
-    The single-writer default (``hoodie.failed.writes.cleaner.policy=EAGER``):
-    a write that is still pending when the next writer starts has failed.
+    A write whose heartbeat (``.hoodie/.heartbeat/<instant>``) is alive belongs to a
+    writer at work: EAGER (the single-writer default) refuses to run beside it with
+    :class:`ConcurrentWriteError`, LAZY (multi-writer) leaves it alone; NEVER rolls back
+    nothing. An absent or expired heartbeat means the writer died.
     """
+    settings = settings or ConcurrencySettings()
     rolled = complete_pending_rollbacks(storage, config, timeline)
+    if settings.failed_writes is FailedWritesPolicy.NEVER:
+        return rolled
+    clustering = {i.requested_time for i in timeline.pending_clustering()}
     for instant in sorted(timeline.pending([Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT]), key=lambda i: i.requested_time):
-        if instant in timeline.pending_clustering():
+        time_ = instant.requested_time
+        if time_ in clustering:
             continue
-        rollback(storage, config, timeline, instant)
-        rolled.append(instant.requested_time)
+        if heartbeat.is_alive(storage, time_, settings.heartbeat_expiry_seconds):
+            if settings.failed_writes is FailedWritesPolicy.EAGER:
+                from ..concurrency.control import in_flight_error
+
+                raise in_flight_error(storage, time_, settings)
+            continue
+        # the heartbeat stops only after the completed file landed: look again
+        fresh = timeline.reload()
+        current = fresh.group(time_)
+        if current is None or current.latest.is_completed:
+            continue
+        rollback(storage, config, fresh, current.latest)
+        heartbeat.delete_heartbeat(storage, time_)
+        rolled.append(time_)
     return rolled
 
 

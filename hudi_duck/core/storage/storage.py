@@ -18,6 +18,9 @@ from fsspec.core import url_to_fs
 
 from ..errors import HudiError, TableNotFoundError
 
+#: suffix of the temporary files atomic writes publish from
+TEMPORARY_SUFFIX = ".tmp"
+
 
 @dataclass(frozen=True)
 class FileInfo:
@@ -157,19 +160,74 @@ class Storage:
     def write_if_absent(self, rel: str, data: bytes) -> bool:
         """Create ``rel`` with ``data`` unless it exists; report whether it did.
 
-        Used for timeline files, which must never be overwritten.
+        Used for timeline files, which must never be overwritten nor seen half-written:
+        see :meth:`create_atomic`.
+        """
+        return self.create_atomic(rel, data)
+
+    def create_atomic(self, rel: str, data: bytes) -> bool:
+        """Create ``rel`` whole, never over an existing file; report whether it did.
+
+        Locally the bytes go to a temporary file first, then a hard link publishes it
+        under its name (the link fails if the name exists, so two writers racing for
+        one name cannot both win); where links are not possible, a rename. On object
+        stores one PUT of the complete bytes is atomic.
         """
         if self.exists(rel):
             return False
-        self.write(rel, data)
-        return True
+        if not self.is_local:
+            self._put(rel, data)
+            return True
+        tmp = self._temporary_name(rel)
+        self.write(tmp, data)
+        try:
+            try:
+                os.link(self.abs(tmp), self.abs(rel))
+            except FileExistsError:
+                return False
+            except OSError:  # no hard links here
+                if self.exists(rel):
+                    return False
+                os.rename(self.abs(tmp), self.abs(rel))
+            return True
+        finally:
+            self.delete(tmp)
 
     def write_atomic(self, rel: str, data: bytes) -> None:
-        """Write to a temporary name and rename, so readers never see half a file."""
-        parent = posixpath.dirname(rel)
-        tmp = posixpath.join(parent, f".{posixpath.basename(rel)}.{uuid.uuid4().hex}.tmp")
+        """Replace ``rel`` whole, so readers never see half a file: a temporary file
+        renamed over it locally, one PUT on object stores."""
+        if not self.is_local:
+            self._put(rel, data)
+            return
+        tmp = self._temporary_name(rel)
         self.write(tmp, data)
-        self.rename(tmp, rel)
+        try:
+            os.replace(self.abs(tmp), self.abs(rel))
+        except BaseException:
+            self.delete(tmp)
+            raise
+
+    def _put(self, rel: str, data: bytes) -> None:
+        """One request carrying the complete bytes (object stores publish it atomically)."""
+        self.fs.pipe_file(self.abs(rel), bytes(data))
+
+    @staticmethod
+    def _temporary_name(rel: str) -> str:
+        """``.<name>.<uuid>.tmp`` next to ``rel`` (what a writer that died leaves behind)."""
+        parent = posixpath.dirname(rel)
+        return posixpath.join(parent, f".{posixpath.basename(rel)}.{uuid.uuid4().hex}{TEMPORARY_SUFFIX}")
+
+    def mtime(self, rel: str) -> float | None:
+        """Last modification of ``rel`` in seconds since the epoch (``None`` if absent)."""
+        if self.is_local:
+            try:
+                return os.stat(self.abs(rel)).st_mtime
+            except FileNotFoundError:
+                return None
+        try:
+            return _mtime(self.fs.info(self.abs(rel)))
+        except FileNotFoundError:
+            return None
 
     def rename(self, src: str, dst: str) -> None:
         self.fs.mv(self.abs(src), self.abs(dst))

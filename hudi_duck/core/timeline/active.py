@@ -7,12 +7,13 @@ ignored by readers until a rollback removes their files.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Generic, Iterable, TypeVar
 
 from ..config.table_config import TableConfig
-from ..errors import TimelineError
+from ..errors import CorruptFileError, TimelineError
 from ..storage.storage import Storage
 from . import codec
 from .commit_metadata import CommitMetadata
@@ -22,6 +23,7 @@ from .record import TimelinePayload
 from .service_metadata import SavepointMetadata, metadata_class_of
 
 P = TypeVar("P")
+log = logging.getLogger("hudi_duck")
 
 _PENDING_ACTION_FAMILY = {
     # layout 1 keeps the pending action's requested/inflight files next to the
@@ -220,7 +222,13 @@ class Timeline:
                 continue
             if pending_only and group.latest.is_completed:
                 continue
-            content = self.payload(requested)
+            try:
+                content = self.payload(requested)
+            except CorruptFileError as exc:
+                # no readable clustering plan: a failed write as far as anyone can tell
+                # (its heartbeat decides whether it is rolled back)
+                log.warning("%s: not read as a clustering plan: %s", self.storage.uri(self.file_of(requested)), exc)
+                continue
             if not isinstance(content, RequestedReplaceMetadata) or not content.is_clustering:
                 continue
             out.append(PlannedInstant(group.requested_time, requested.action, group.latest, content.clustering_plan))
@@ -397,9 +405,8 @@ class Timeline:
                 completion_time or new_instant_time(self.config.timeline_timezone_utc, after=inflight.requested_time),
             )
         path = self.file_of(completed)
-        if self.storage.exists(path):
+        if not self.storage.create_atomic(path, content):
             raise TimelineError(f"timeline file already exists: {self.storage.uri(path)}")
-        self.storage.write_atomic(path, content)
         self._record(completed)
         return completed
 

@@ -444,13 +444,13 @@ def write_archive_file(
     data = encode_archive_blocks(entries, batch_size)
     if append and files:
         path = files[-1][1].path
-        storage.write(path, storage.read(path) + data)
+        storage.write_atomic(path, storage.read(path) + data)
         return path
     version = files[-1][0] + 1 if files else 1
     path = f"{config.archive_path}/{archive_file_name(version, write_token)}"
     if storage.exists(path):
         raise CorruptFileError(f"archive file {storage.uri(path)} already exists")
-    storage.write(path, data)
+    storage.write_atomic(path, data)
     return path
 
 

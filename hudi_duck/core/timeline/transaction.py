@@ -25,6 +25,7 @@ clean, rollback, restore and savepoints all go through :class:`Transaction`:
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Iterable, Protocol
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Protocol
 from ..errors import TimelineError, UnsupportedFeatureError
 from ..write.markers import delete_markers, list_markers
 from .commit_metadata import CommitMetadata
-from .instant import Action, Instant, State
+from .instant import Action, Instant, State, new_instant_time
 
 if TYPE_CHECKING:
     from .active import Timeline
@@ -43,6 +44,8 @@ log = logging.getLogger("hudi_duck")
 _ROLLED_BACK_ON_ABORT = frozenset(
     {Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING}
 )
+#: New instant times a writer tries when another writer took the one it chose.
+_INSTANT_TIME_ATTEMPTS = 5
 #: Table versions whose timeline files hudi-duck writes.
 WRITABLE_TABLE_VERSIONS = (6,)
 
@@ -75,6 +78,9 @@ class Transaction:
     instant: Instant | None = None
     #: problems of the clean-up after publication (the commit stands)
     warnings: list[str] = field(default_factory=list)
+    #: the write's heartbeat, single-writer check, lock and conflict check
+    #: (``hudi_duck.core.concurrency.control.WriteConcurrency``); None: none of these
+    concurrency: Any = None
 
     # -- starting ----------------------------------------------------------------------------
     @classmethod
@@ -85,20 +91,48 @@ class Transaction:
         plan: Any = None,
         instant_time: str | None = None,
         participants: Iterable[CommitParticipant] = (),
+        concurrency: Any = None,
     ) -> "Transaction":
         """A new instant: ``<t>.<action>.requested`` holding ``plan`` (a payload or bytes).
 
         A savepoint has no requested state: it starts inflight, at the time of the
-        commit it pins (``instant_time``)."""
+        commit it pins (``instant_time``). With ``concurrency`` the instant's heartbeat
+        starts before its requested file appears (another writer that sees the file
+        sees the heartbeat), and a single writer refuses to run beside a live one."""
         check_writable(timeline)
-        if instant_time is None:
-            instant_time = timeline.next_instant_time()
-        txn = cls(timeline, instant_time, action, list(participants))
-        if action == Action.SAVEPOINT:
-            txn.instant = timeline.create_inflight(instant_time, action, _bytes(plan, timeline))
-            txn.phase = Phase.INFLIGHT
-        else:
-            txn.instant = timeline.create_requested(instant_time, action, _bytes(plan, timeline))
+        chosen = instant_time
+        for attempt in range(_INSTANT_TIME_ATTEMPTS):
+            if chosen is None:
+                instant_time = timeline.next_instant_time() if attempt == 0 else new_instant_time(
+                    timeline.config.timeline_timezone_utc, after=instant_time
+                )
+            txn = cls(timeline, instant_time, action, list(participants), concurrency=concurrency)
+            if concurrency is not None:
+                concurrency.starting(timeline, instant_time)
+            try:
+                if action == Action.SAVEPOINT:
+                    txn.instant = timeline.create_inflight(instant_time, action, _bytes(plan, timeline))
+                    txn.phase = Phase.INFLIGHT
+                else:
+                    txn.instant = timeline.create_requested(instant_time, action, _bytes(plan, timeline))
+            except TimelineError:
+                txn._stop_concurrency()
+                if chosen is not None or attempt + 1 == _INSTANT_TIME_ATTEMPTS:
+                    raise
+                continue  # another writer took this instant time: take the next one
+            except BaseException:
+                txn._stop_concurrency()
+                raise
+            break
+        if concurrency is not None:
+            try:
+                concurrency.started(txn)
+            except BaseException:
+                # nothing was written under the instant yet: it simply goes
+                timeline.delete_instant(txn.requested_time)
+                txn.phase = Phase.ABORTED
+                txn._stop_concurrency()
+                raise
         return txn
 
     @classmethod
@@ -150,11 +184,13 @@ class Transaction:
         if self.phase is Phase.REQUESTED:
             self.begin()
         self._expect(Phase.INFLIGHT, "commit")
-        if isinstance(metadata, CommitMetadata):
-            self._reconcile_markers(metadata)
-        for participant in self.participants:
-            participant.prepare_commit(self, metadata)
-        self._publish(metadata)
+        scope = self.concurrency.committing(self, metadata) if self.concurrency is not None else nullcontext()
+        with scope:  # optimistic concurrency control: the lock and the conflict check
+            if isinstance(metadata, CommitMetadata):
+                self._reconcile_markers(metadata)
+            for participant in self.participants:
+                participant.prepare_commit(self, metadata)
+            self._publish(metadata)
         self._after_commit()
         return self.instant
 
@@ -162,12 +198,20 @@ class Transaction:
         """Undo the instant (a no-op once it completed or aborted)."""
         if self.phase in (Phase.COMPLETED, Phase.ABORTED) or self.instant is None:
             return
-        if self.action in _ROLLED_BACK_ON_ABORT:
-            self._rollback(self.instant)
-        elif self.action == Action.SAVEPOINT:
-            self.timeline.delete_savepoint(self.requested_time)
-        # cleans, rollbacks and restores stay pending: the next run finishes them
-        self.phase = Phase.ABORTED
+        try:
+            if self.action in _ROLLED_BACK_ON_ABORT:
+                # under optimistic concurrency control the rollback holds the table lock, so
+                # no other writer's recovery runs it at the same time
+                scope = self.concurrency.locked(f"rolling back {self.requested_time}") if self.concurrency else nullcontext()
+                with scope:
+                    if self.timeline.reload().group(self.requested_time) is not None:  # else undone already
+                        self._rollback(self.instant)
+            elif self.action == Action.SAVEPOINT:
+                self.timeline.delete_savepoint(self.requested_time)
+            # cleans, rollbacks and restores stay pending: the next run finishes them
+            self.phase = Phase.ABORTED
+        finally:
+            self._stop_concurrency()
 
     @property
     def committed(self) -> bool:
@@ -217,14 +261,24 @@ class Transaction:
 
     def _after_commit(self) -> None:
         """Clean-up after publication: reported, never raised (the commit stands)."""
+        try:
+            self._stop_concurrency()
+        except Exception as exc:
+            self._warn(f"{self.action} {self.requested_time} committed, but its heartbeat could not be deleted: {exc}")
         if self.action not in _ROLLED_BACK_ON_ABORT:
             return  # only data-writing actions leave markers
         try:
             delete_markers(self.timeline.storage, self.requested_time)
         except Exception as exc:
-            message = f"{self.action} {self.requested_time} committed, but its markers could not be deleted: {exc}"
-            log.warning(message)
-            self.warnings.append(message)
+            self._warn(f"{self.action} {self.requested_time} committed, but its markers could not be deleted: {exc}")
+
+    def _warn(self, message: str) -> None:
+        log.warning(message)
+        self.warnings.append(message)
+
+    def _stop_concurrency(self) -> None:
+        if self.concurrency is not None:
+            self.concurrency.finished()
 
     def _rollback(self, instant: Instant) -> None:
         from ..services.rollback import rollback
