@@ -29,6 +29,7 @@ from pyspark.sql import types as T
 from hudi_duck.core.config.table_config import PROPERTIES_FILE, Keys, TableConfig
 from hudi_duck.core.errors import HudiError, KeyGeneratorError, SchemaError, TableServiceError, WriteError
 from hudi_duck.core.keygen import key_generator_from_write_options
+from hudi_duck.core.metadata.writer import MetadataTable
 from hudi_duck.core.merge.mode import EVENT_TIME_STRATEGY_ID, OVERWRITE_WITH_LATEST_PAYLOAD
 from hudi_duck.core.schema.avro_arrow import (
     arrow_to_avro,
@@ -283,6 +284,8 @@ class WriteClient:
         if rolled_back:
             log.info("rolled back writes a previous writer left pending: %s", ", ".join(rolled_back))
             table = self.open_table()
+        MetadataTable(table.storage).prepare_write(cfg.metadata_settings)
+        table = self.open_table()
         action = Action.REPLACE_COMMIT if operation in REPLACE_OPERATIONS else (
             Action.DELTA_COMMIT if table.config.is_mor else Action.COMMIT
         )

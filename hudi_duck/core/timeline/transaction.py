@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Iterable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
 from ..errors import TimelineError, UnsupportedFeatureError
 from ..write.markers import delete_markers, list_markers
@@ -62,6 +62,27 @@ class CommitParticipant(Protocol):
     def prepare_commit(self, transaction: "Transaction", metadata: Any) -> None: ...
 
 
+#: Factories of participants every transaction on a table gets (the metadata table writer
+#: registers one); a factory returns ``None`` for tables it has nothing to do with.
+ParticipantFactory = Callable[["Timeline"], "CommitParticipant | None"]
+_PARTICIPANT_FACTORIES: list[ParticipantFactory] = []
+
+
+def register_participant_factory(factory: ParticipantFactory) -> None:
+    """Let ``factory`` add a participant to every transaction started or resumed from now on."""
+    if factory not in _PARTICIPANT_FACTORIES:
+        _PARTICIPANT_FACTORIES.append(factory)
+
+
+def _with_registered(timeline: "Timeline", participants: Iterable[CommitParticipant]) -> list[CommitParticipant]:
+    out = list(participants)
+    for factory in _PARTICIPANT_FACTORIES:
+        participant = factory(timeline)
+        if participant is not None:
+            out.append(participant)
+    return out
+
+
 @dataclass
 class Transaction:
     """The lifecycle of one instant on ``timeline`` (see the module docstring)."""
@@ -93,7 +114,7 @@ class Transaction:
         check_writable(timeline)
         if instant_time is None:
             instant_time = timeline.next_instant_time()
-        txn = cls(timeline, instant_time, action, list(participants))
+        txn = cls(timeline, instant_time, action, _with_registered(timeline, participants))
         if action == Action.SAVEPOINT:
             txn.instant = timeline.create_inflight(instant_time, action, _bytes(plan, timeline))
             txn.phase = Phase.INFLIGHT
@@ -122,7 +143,7 @@ class Transaction:
         requested = group.by_state.get(State.REQUESTED)
         if requested is None:
             raise TimelineError(f"{timeline.storage.uri()}: {requested_time} has no requested state to resume")
-        txn = cls(timeline, requested_time, requested.action, list(participants), instant=requested)
+        txn = cls(timeline, requested_time, requested.action, _with_registered(timeline, participants), instant=requested)
         inflight = group.by_state.get(State.INFLIGHT)
         if inflight is not None:
             if requested.action in _ROLLED_BACK_ON_ABORT:
