@@ -100,8 +100,11 @@ def _data_timeline(path: str) -> Timeline:
     return Timeline.load(storage, TableConfig.load(storage))
 
 
-@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
-@pytest.mark.parametrize("partitioned", [True, False], ids=["partitioned", "nonpartitioned"])
+@pytest.mark.parametrize(
+    "table_type,partitioned",
+    [("COPY_ON_WRITE", True), ("MERGE_ON_READ", False)],
+    ids=["cow-partitioned", "mor-nonpartitioned"],
+)
 def test_writes_keep_files_partition(small_spark, tmp_path, table_type, partitioned):
     path = str(tmp_path / "t")
     opts = _opts("mdt_w", table_type, partitioned)
@@ -122,3 +125,54 @@ def test_writes_keep_files_partition(small_spark, tmp_path, table_type, partitio
     data_times = {i.requested_time for i in data.completed()}
     deltas = [i.requested_time for i in mdt.completed([Action.DELTA_COMMIT])]
     assert set(deltas[1:]) == data_times and deltas[0] == "00000000000000010"
+
+
+def _rs_slices(path: str) -> list[tuple]:
+    """File slices hudi-rs plans through the metadata table."""
+    import hudi
+
+    table = hudi.HudiTableBuilder.from_base_uri(path).with_option("hoodie.metadata.enable", "true").build()
+    return sorted((s.partition_path, s.file_id, s.base_file_name, tuple(s.log_file_names)) for s in table.get_file_slices())
+
+
+def _our_slices(path: str) -> list[tuple]:
+    from hudi_duck.core.table.table import HudiTable
+
+    table = HudiTable(path)
+    out = []
+    for s in table.file_system_view.latest_slices():
+        base = os.path.basename(s.base_file.path) if s.base_file is not None else ""
+        out.append((s.partition_path, s.file_id, base, tuple(os.path.basename(lf.path) for lf in s.sorted_logs())))
+    return sorted(out)
+
+
+def test_services_keep_files_partition(small_spark, tmp_path):
+    """Compaction, clustering, clean, savepoint/restore and rollback: after each the files
+    partition equals the storage, and hudi-rs plans the same slices from it as we do."""
+    path = str(tmp_path / "t")
+    opts = _opts("mdt_s", "MERGE_ON_READ", True)
+    _write(small_spark, path, [(f"k{i}", "ab"[i % 2], i, 1) for i in range(6)], opts)
+    _write(small_spark, path, [("k1", "b", 10, 2), ("k2", "a", 20, 2)], opts)
+    (compaction_time,) = spark_writer.compact(small_spark, path, opts)
+    _check(path)
+    assert compaction_time in {i.requested_time for i in _mdt_timeline(path).completed([Action.DELTA_COMMIT])}
+    _write(small_spark, path, [("k3", "b", 30, 3)], opts)
+    (cluster_time,) = spark_writer.cluster(small_spark, path, dict(opts, **{"hoodie.clustering.plan.strategy.sort.columns": "v"}))
+    _check(path)
+    assert _rs_slices(path) == _our_slices(path)
+    clean_time = spark_writer.clean(small_spark, path, dict(opts, **{"hoodie.cleaner.commits.retained": "1"}))
+    assert clean_time
+    _check(path)
+    savepoint_time = spark_writer.savepoint(path)
+    _write(small_spark, path, [("k4", "a", 40, 4)], opts)
+    spark_writer.restore(path, savepoint_time)
+    _check(path)
+    assert _rs_slices(path) == _our_slices(path)
+    done = _write(small_spark, path, [("k5", "b", 50, 5)], opts)
+    spark_writer.rollback(path)
+    _check(path)
+    mdt = _mdt_timeline(path)
+    # the rolled-back write's delta commit is rolled back on the metadata table too
+    assert done.instant_time not in {i.requested_time for i in mdt.completed([Action.DELTA_COMMIT])}
+    assert any(i.requested_time.endswith(layout.OperationSuffix.ROLLBACK) for i in mdt.completed([Action.ROLLBACK]))
+    assert _rs_slices(path) == _our_slices(path)

@@ -492,9 +492,8 @@ class MetadataParticipant:
 
 
 def commit_records(metadata: CommitMetadata) -> list[MetadataRecord]:
-    stats = {p: [s.to_json_record() for s in ss or ()] for p, ss in metadata.partition_to_write_stats.items()}
     return commit_files_records(
-        stats, operation_type=metadata.operation_type, partition_to_replace_file_ids=metadata.partition_to_replace_file_ids
+        {p: list(stats or ()) for p, stats in metadata.partition_to_write_stats.items()}, operation_type=metadata.operation_type, partition_to_replace_file_ids=metadata.partition_to_replace_file_ids
     )
 
 
