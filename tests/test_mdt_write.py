@@ -176,3 +176,119 @@ def test_services_keep_files_partition(small_spark, tmp_path):
     assert done.instant_time not in {i.requested_time for i in mdt.completed([Action.DELTA_COMMIT])}
     assert any(i.requested_time.endswith(layout.OperationSuffix.ROLLBACK) for i in mdt.completed([Action.ROLLBACK]))
     assert _rs_slices(path) == _our_slices(path)
+
+
+def _mdt_files(path: str) -> list[str]:
+    return sorted(os.listdir(os.path.join(path, layout.METADATA_FOLDER, "files")))
+
+
+def test_compaction_clean_and_layout_of_metadata_table(small_spark, tmp_path):
+    """After ``hoodie.metadata.compact.max.delta.commits`` delta commits the metadata table is
+    compacted into an HFile base file at ``<latest delta commit>001``, later cleaned at
+    ``...002``; names, log blocks and HFile keys are laid out as Hudi 0.14 does."""
+    path = str(tmp_path / "t")
+    opts = _opts(
+        "mdt_c", "COPY_ON_WRITE", True,
+        **{"hoodie.metadata.compact.max.delta.commits": 3, "hoodie.cleaner.commits.retained": 1},
+    )
+    times = [_write(small_spark, path, [(f"k{i}", "ab"[i % 2], i, i)], opts).instant_time for i in range(7)]
+    _check(path)
+    mdt = _mdt_timeline(path)
+    compactions = [i.requested_time for i in mdt.completed([Action.COMMIT])]
+    # bootstrap + w0 + w1 = 3 delta commits: compacted before w2 at w1 + 001; then w2..w4: before w5
+    assert compactions == [times[1] + "001", times[4] + "001"]
+    cleans = [i.requested_time for i in mdt.completed([Action.CLEAN])]
+    assert cleans and all(c.endswith("002") for c in cleans)
+    names = _mdt_files(path)
+    bases = [n for n in names if n.endswith(".hfile")]
+    assert bases and all(re.fullmatch(r"files-0000-0_\d+-\d+-\d+_\d{20}\.hfile", n) for n in bases)
+    assert max(b.rsplit("_", 1)[1][:-6] for b in bases) == compactions[-1]
+    logs = [n for n in names if ".log." in n]
+    assert all(re.fullmatch(r"\.files-0000-0_\d{17,20}\.log\.\d+_\d+-\d+-\d+", n) for n in logs)
+    assert ".hoodie_partition_metadata" in names
+    # the delta commits after the latest compaction: one HFile data block each, headed by its instant
+    folder = Path(path) / layout.METADATA_FOLDER / "files"
+    blocks = []
+    for name in logs:
+        if name.split("_")[1].split(".")[0] != compactions[-1]:
+            continue
+        for block in read_log_file((folder / name).read_bytes(), name):
+            blocks.append(block)
+    assert [b.block_type for b in blocks] == [BlockType.HFILE_DATA_BLOCK] * len(blocks)
+    assert sorted(b.header[HeaderKey.INSTANT_TIME] for b in blocks) == times[5:]
+    assert all(b.header[HeaderKey.SCHEMA] == writer_schema_json() for b in blocks)
+    hfile = open_hfile(blocks[-1].content, "block")
+    keys = [k.decode() for k in (c[0] for c in hfile.cells)]
+    assert keys == sorted(keys) and "__all_partitions__" in keys and {"a", "b"} & set(keys)
+    base = open_hfile((folder / max(bases)).read_bytes(), "base")
+    records = decode_values(base.cells, base.schema_json, "base")
+    assert {r.key for r in records} == {"__all_partitions__", "a", "b"}
+    # commit metadata of the delta commits: one log write stat of files-0000-0
+    last = mdt.commit_metadata(mdt.completed([Action.DELTA_COMMIT])[-1])
+    (stat,) = last.write_stats()
+    assert stat.file_id == "files-0000-0" and stat.partition_path == "files" and stat.prev_commit == compactions[-1]
+    assert last.operation_type == "UPSERT_PREPPED"
+
+
+def test_bootstrap_of_existing_table_then_disable(small_spark, tmp_path):
+    """A table written without the metadata table gets one at ``<latest instant>010`` on the first
+    write with it; ``hoodie.metadata.enable=false`` deletes it and hoodie.properties stops naming it."""
+    path = str(tmp_path / "t")
+    opts = _opts("mdt_b", "MERGE_ON_READ", True)
+    off = {"hoodie.metadata.enable": "false"}
+    _write(small_spark, path, [("k1", "a", 1, 1), ("k2", "b", 2, 1)], opts, **off)
+    second = _write(small_spark, path, [("k1", "a", 3, 2)], opts, **off)
+    assert not os.path.exists(os.path.join(path, layout.METADATA_FOLDER))
+    assert Keys.METADATA_PARTITIONS not in TableConfig.load(Storage(path)).props
+    third = _write(small_spark, path, [("k3", "a", 3, 3)], opts)
+    _check(path)
+    times = [i.requested_time for i in _mdt_timeline(path).completed()]
+    assert times == [second.instant_time + "010", third.instant_time]
+    base = [n for n in _mdt_files(path) if n.endswith(".hfile")]
+    assert len(base) == 1 and base[0].endswith(f"_{second.instant_time}010.hfile")
+    assert f".files-0000-0_{second.instant_time}010.log.1_0-0-0" in _mdt_files(path)
+    _write(small_spark, path, [("k4", "b", 4, 4)], opts, **off)
+    assert not os.path.exists(os.path.join(path, layout.METADATA_FOLDER))
+    props = TableConfig.load(Storage(path)).props
+    assert Keys.METADATA_PARTITIONS not in props and Keys.METADATA_PARTITIONS_INFLIGHT not in props
+    assert canonical_rows(hudi_rs_read(path), COLUMNS) == canonical_rows(read_snapshot(path).read_all(), COLUMNS)
+
+
+def test_failed_write_leaves_metadata_table_consistent(small_spark, tmp_path):
+    """A write that fails after its delta commit landed on the metadata table is rolled back on
+    both; one whose process died between the two commits is rolled back by the next writer."""
+    from hudi_duck.core.timeline import transaction
+
+    path = str(tmp_path / "t")
+    opts = _opts("mdt_f", "MERGE_ON_READ", True)
+    _write(small_spark, path, [("k1", "a", 1, 1), ("k2", "b", 2, 1)], opts)
+
+    class Fail:
+        def prepare_commit(self, txn, metadata):
+            if txn.action == Action.DELTA_COMMIT and txn.timeline.config.metadata_partitions:
+                raise RuntimeError("injected failure after the metadata table's delta commit")
+
+    factory = lambda timeline: Fail()  # noqa: E731
+    transaction.register_participant_factory(factory)
+    try:
+        with pytest.raises(Exception, match="injected failure"):
+            _write(small_spark, path, [("k1", "a", 5, 2)], opts)
+    finally:
+        transaction._PARTICIPANT_FACTORIES.remove(factory)
+    _check(path)
+    mdt = _mdt_timeline(path)
+    assert len(mdt.completed([Action.ROLLBACK])) == 1
+    data = _data_timeline(path)
+    assert {i.requested_time for i in mdt.completed([Action.DELTA_COMMIT])} - {"00000000000000010"} == {
+        i.requested_time for i in data.completed([Action.DELTA_COMMIT])
+    }
+    # the process dies after the metadata table's delta commit, before the data commit
+    done = _write(small_spark, path, [("k2", "b", 6, 3)], opts)
+    completed = Path(path) / ".hoodie" / f"{done.instant_time}.deltacommit"
+    completed.unlink()
+    # its block no longer counts: the log file it wrote is on storage, not in the listing
+    assert files_listing(Storage(path)).partitions != _disk_listing(path)
+    _write(small_spark, path, [("k3", "a", 7, 4)], opts)
+    _check(path)
+    mdt = _mdt_timeline(path)
+    assert done.instant_time not in {i.requested_time for i in mdt.completed([Action.DELTA_COMMIT])}

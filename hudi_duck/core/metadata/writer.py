@@ -436,13 +436,34 @@ class MetadataTable:
             ))
 
     def _archive(self, settings: MetadataSettings) -> list[str]:
+        """Archival of the metadata table: nothing from the data table's earliest active
+        commit or earliest pending instant on (their delta commits must stay readable)."""
         from ..services import archival
         from ..table.table import HudiTable
 
+        data_timeline = Timeline.load(self.storage, self.data_config())
+        candidates = [i.requested_time for i in data_timeline.completed(Action.WRITE_ACTIONS)]
+        candidates += [i.requested_time for i in data_timeline.pending()]
+        if not candidates:
+            return []
         table = HudiTable(self.mdt.base_uri, self.mdt.storage_options)
         return archival.archive(
-            table, archival.ArchivalSettings(settings.archive_min_commits, settings.archive_max_commits)
+            table, archival.ArchivalSettings(settings.archive_min_commits, settings.archive_max_commits), min(candidates)
         )
+
+
+def archival_bound(storage: Storage, config: TableConfig) -> str | None:
+    """How far the data table's archival may go with a metadata table (``getCommitInstantsToArchive``):
+    instants earlier than the metadata table's latest compaction; with none yet, nothing
+    (``""``). ``None`` without a metadata table."""
+    if FILES.name not in config.metadata_partitions:
+        return None
+    table = MetadataTable(storage)
+    try:
+        compactions = table.timeline().completed([Action.COMMIT])
+    except HudiError:
+        return ""
+    return compactions[-1].requested_time if compactions else ""
 
 
 def _list(value: str | None) -> list[str]:
