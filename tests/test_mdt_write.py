@@ -254,7 +254,7 @@ def test_bootstrap_of_existing_table_then_disable(small_spark, tmp_path):
     assert canonical_rows(hudi_rs_read(path), COLUMNS) == canonical_rows(read_snapshot(path).read_all(), COLUMNS)
 
 
-def test_failed_write_leaves_metadata_table_consistent(small_spark, tmp_path):
+def test_failed_write_leaves_metadata_table_consistent(small_spark, tmp_path, monkeypatch):
     """A write that fails after its delta commit landed on the metadata table is rolled back on
     both; one whose process died between the two commits is rolled back by the next writer."""
     from hudi_duck.core.timeline import transaction
@@ -268,29 +268,33 @@ def test_failed_write_leaves_metadata_table_consistent(small_spark, tmp_path):
             if txn.action == Action.DELTA_COMMIT and txn.timeline.config.metadata_partitions:
                 raise RuntimeError("injected failure after the metadata table's delta commit")
 
-    factory = lambda timeline: Fail()  # noqa: E731
-    transaction.register_participant_factory(factory)
-    try:
-        with pytest.raises(Exception, match="injected failure"):
-            _write(small_spark, path, [("k1", "a", 5, 2)], opts)
-    finally:
-        transaction._PARTICIPANT_FACTORIES.remove(factory)
+    def failing_write(rows, ts):
+        factory = lambda timeline: Fail()  # noqa: E731
+        transaction.register_participant_factory(factory)
+        try:
+            with pytest.raises(Exception, match="injected failure"):
+                _write(small_spark, path, rows, opts)
+        finally:
+            transaction._PARTICIPANT_FACTORIES.remove(factory)
+
+    failing_write([("k1", "a", 5, 2)], 2)
     _check(path)
     mdt = _mdt_timeline(path)
-    assert len(mdt.completed([Action.ROLLBACK])) == 1
     data = _data_timeline(path)
-    # one delta commit per completed data instant: the writes and the rollback of the failed one
+    assert len(mdt.completed([Action.ROLLBACK])) == 1 and len(data.completed([Action.ROLLBACK])) == 1
+    # one delta commit per completed data instant: the write and the rollback of the failed one
     assert {i.requested_time for i in mdt.completed([Action.DELTA_COMMIT])} - {"00000000000000010"} == {
         i.requested_time for i in data.completed()
     }
-    assert len(data.completed([Action.ROLLBACK])) == 1
-    # the process dies after the metadata table's delta commit, before the data commit
-    done = _write(small_spark, path, [("k2", "b", 6, 3)], opts)
-    completed = Path(path) / ".hoodie" / f"{done.instant_time}.deltacommit"
-    completed.unlink()
-    # its block no longer counts: the log file it wrote is on storage, not in the listing
+    # the process dies after the metadata table's delta commit, before the data commit (nothing undone)
+    monkeypatch.setattr(transaction.Transaction, "abort", lambda self: None)
+    failing_write([("k2", "b", 6, 3)], 3)
+    monkeypatch.undo()
+    (pending,) = _data_timeline(path).pending()
+    assert pending.requested_time in {i.requested_time for i in _mdt_timeline(path).completed([Action.DELTA_COMMIT])}
+    # its block does not count: the log file it wrote is on storage, not in the listing
     assert files_listing(Storage(path)).partitions != _disk_listing(path)
     _write(small_spark, path, [("k3", "a", 7, 4)], opts)
     _check(path)
     mdt = _mdt_timeline(path)
-    assert done.instant_time not in {i.requested_time for i in mdt.completed([Action.DELTA_COMMIT])}
+    assert pending.requested_time not in {i.requested_time for i in mdt.completed([Action.DELTA_COMMIT])}
