@@ -280,12 +280,18 @@ class WriteClient:
             config = self._new_table_config(data_schema)
             config.initialize_table(self.storage)
             table = self.open_table()
+        metadata_table = MetadataTable(table.storage)
+        if not cfg.metadata_settings.enabled:
+            # before anything else touches it, so a broken metadata table cannot block the write
+            metadata_table.prepare_write(cfg.metadata_settings)
+            table = self.open_table()
         rolled_back = rollbacks.rollback_failed_writes(table.storage, table.config, table.timeline)
         if rolled_back:
             log.info("rolled back writes a previous writer left pending: %s", ", ".join(rolled_back))
             table = self.open_table()
-        MetadataTable(table.storage).prepare_write(cfg.metadata_settings)
-        table = self.open_table()
+        if cfg.metadata_settings.enabled:
+            metadata_table.prepare_write(cfg.metadata_settings)
+            table = self.open_table()
         action = Action.REPLACE_COMMIT if operation in REPLACE_OPERATIONS else (
             Action.DELTA_COMMIT if table.config.is_mor else Action.COMMIT
         )

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import posixpath
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from ..config.table_config import Keys, TableConfig
 from ..errors import HudiError
@@ -43,7 +43,7 @@ from ..index import bloom
 from ..storage.storage import Storage
 from ..timeline.active import Timeline
 from ..timeline.commit_metadata import CommitMetadata, WriteStat
-from ..timeline.instant import Action, Instant, State
+from ..timeline.instant import Action, Instant
 from ..timeline.plans import CompactionOperation, CompactionPlan
 from ..timeline.service_metadata import CleanMetadata, RestoreMetadata, RollbackMetadata
 from ..timeline.transaction import Transaction, register_participant_factory
@@ -282,7 +282,7 @@ class MetadataTable:
         timeline = self.timeline()
         earlier = timeline.group(instant_time)
         if earlier is not None:
-            self._rollback(timeline, earlier.latest, rollback_instant(instant_time))
+            self.rollback(timeline, earlier.latest, rollback_instant(instant_time))
             timeline = self.timeline()
         file_slice = self._latest_files_slice(timeline)
         partition = FILES.name
@@ -320,7 +320,8 @@ class MetadataTable:
                 [stat], compacted=False, extra_metadata={"schema": writer_schema_json()}, operation_type="UPSERT_PREPPED"
             ))
 
-    def _rollback(self, timeline: Timeline, instant: Instant, rollback_time: str) -> None:
+    def rollback(self, timeline: Timeline, instant: Instant, rollback_time: str) -> None:
+        """Roll back one instant of the metadata table at ``rollback_time`` (or a fresh time if taken)."""
         from ..services.rollback import execute_rollback, schedule_rollback
 
         config = timeline.config
@@ -343,7 +344,7 @@ class MetadataTable:
                 f"{compactions[-1]}; restore to a savepoint instead, or delete the metadata table "
                 f"({METADATA_FOLDER}) and retry"
             )
-        self._rollback(timeline, group.latest, rollback_time)
+        self.rollback(timeline, group.latest, rollback_time)
         return True
 
     # -- services ------------------------------------------------------------------------------
@@ -504,7 +505,7 @@ class MetadataParticipant:
         for target in reversed(undone):
             group = timeline.group(target)
             if group is not None and group.pending_action == Action.DELTA_COMMIT:
-                self.table._rollback(timeline, group.latest, timeline.next_instant_time())
+                self.table.rollback(timeline, group.latest, timeline.next_instant_time())
                 timeline = self.table.timeline()
         listed = list_data_files(self.table.storage, "99999999999999999999")
         known = {p: dict(files) for p, files in files_listing(self.table.storage).partitions.items()}
