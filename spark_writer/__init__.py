@@ -12,6 +12,8 @@ Options use Apache Hudi's names and defaults; data files are written on the
 executors, only write statistics reach the driver.
 """
 
+from hudi_duck.core.metadata import writer as _metadata_writer
+
 from .api import write
 from .client import WriteResult
 from .config import parse_options
@@ -29,5 +31,8 @@ from .services import (  # noqa: E402
     savepoint,
     schedule_compaction,
 )
+
+# every instant this package commits keeps the table's metadata table in step
+_metadata_writer.register()
 
 __all__ += ["compact", "schedule_compaction", "cluster", "clean", "archive", "savepoint", "restore", "rollback"]

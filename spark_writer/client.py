@@ -31,6 +31,7 @@ from pyspark.sql import types as T
 from hudi_duck.core.config.table_config import PROPERTIES_FILE, Keys, TableConfig
 from hudi_duck.core.errors import HudiError, KeyGeneratorError, SchemaError, TableServiceError, WriteError
 from hudi_duck.core.keygen import key_generator_from_write_options
+from hudi_duck.core.metadata.writer import MetadataTable
 from hudi_duck.core.merge.mode import EVENT_TIME_STRATEGY_ID, OVERWRITE_WITH_LATEST_PAYLOAD
 from hudi_duck.core.schema.avro_arrow import (
     arrow_to_avro,
@@ -282,12 +283,20 @@ class WriteClient:
             config = self._new_table_config(data_schema)
             config.initialize_table(self.storage)
             table = self.open_table()
+        metadata_table = MetadataTable(table.storage)
+        if not cfg.metadata_settings.enabled:
+            # before anything else touches it, so a broken metadata table cannot block the write
+            metadata_table.prepare_write(cfg.metadata_settings)
+            table = self.open_table()
         concurrency = WriteConcurrency(table.storage, cfg.concurrency_settings)
         with concurrency.locked("rolling back failed writes"):
             recovered = recovery.recover(table.storage, table.config, table.timeline, cfg.concurrency_settings)
         rolled_back = recovered.rolled_back
         if rolled_back or recovered.warnings:
             log.info("rolled back writes a previous writer left pending: %s", ", ".join(rolled_back))
+            table = self.open_table()
+        if cfg.metadata_settings.enabled:
+            metadata_table.prepare_write(cfg.metadata_settings)
             table = self.open_table()
         action = Action.REPLACE_COMMIT if operation in REPLACE_OPERATIONS else (
             Action.DELTA_COMMIT if table.config.is_mor else Action.COMMIT

@@ -24,6 +24,7 @@ from hudi_duck.core.config.write_settings import (
 from hudi_duck.core.concurrency.settings import OPTION_NAMES as CONCURRENCY_OPTIONS
 from hudi_duck.core.concurrency.settings import ConcurrencySettings
 from hudi_duck.core.errors import WriteError
+from hudi_duck.core.metadata.writer import MetadataSettings
 from hudi_duck.core.services.archival import ArchivalSettings
 from hudi_duck.core.services.clean import CleanSettings
 from hudi_duck.core.services.clustering import ClusteringSettings
@@ -151,7 +152,8 @@ _OPTIONS: list[Option] = [
     Option("hoodie.logfile.data.block.format", _LOG.block_format, _choice(*LOG_BLOCK_FORMATS, upper=False)),
     Option("hoodie.logfile.max.size", _LOG.max_size, _int),
     Option("hoodie.table.log.file.format", "HOODIE_LOG"),
-    Option("hoodie.metadata.enable", False, _bool, doc="the metadata table is not written"),
+    Option("hoodie.metadata.enable", True, _bool, doc="keep the metadata table (files partition)"),
+    Option("hoodie.metadata.compact.max.delta.commits", 10, _int),
     Option("hoodie.write.markers.type", "DIRECT", _choice("DIRECT", "TIMELINE_SERVER_BASED")),
     Option("hoodie.datasource.write.schema.allow.auto.evolution.column.drop", False, _bool),
     Option("hoodie.schema.on.read.enable", False, _bool),
@@ -325,6 +327,18 @@ class WriteConfig:
         )
 
     @cached_property
+    def metadata_settings(self) -> MetadataSettings:
+        """The metadata table: kept or not, and its own services' settings."""
+        v = self.values
+        return MetadataSettings(
+            enabled=v["hoodie.metadata.enable"],
+            compact_max_delta_commits=v["hoodie.metadata.compact.max.delta.commits"],
+            cleaner_commits_retained=min(v["hoodie.cleaner.commits.retained"], 20),
+            archive_min_commits=v["hoodie.keep.min.commits"],
+            archive_max_commits=v["hoodie.keep.max.commits"],
+        )
+
+    @cached_property
     def service_settings(self) -> ServiceSettings:
         """The table services' settings (planning, inline triggers, failure handling)."""
         v = self.values
@@ -495,10 +509,7 @@ def _check(config: WriteConfig) -> None:
             )
     if config.index_type == "BUCKET" and v["hoodie.bucket.index.num.buckets"] <= 0:
         raise WriteError("hoodie.bucket.index.num.buckets must be positive")
-    if v["hoodie.metadata.enable"]:
-        raise WriteError(
-            "hoodie.metadata.enable=true: spark_writer does not write the metadata table; set it to false "
-            "(readers list files instead)"
-        )
+    if v["hoodie.metadata.compact.max.delta.commits"] < 1:
+        raise WriteError("hoodie.metadata.compact.max.delta.commits must be at least 1")
     if v.get("hoodie.write.markers.type") == "TIMELINE_SERVER_BASED":
         log.info("hoodie.write.markers.type=TIMELINE_SERVER_BASED: using DIRECT markers (no timeline server)")

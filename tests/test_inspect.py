@@ -758,7 +758,8 @@ def archived_table(small_spark, tmp_path_factory):
     """COW: five commits (one adds a column, one widens another), the three oldest archived;
     then a pending clustering."""
     path = str(tmp_path_factory.mktemp("inspect_archive") / "cow")
-    options = _options("COPY_ON_WRITE", **{"hoodie.parquet.small.file.limit": "0"})
+    # without a metadata table: archival does not wait for its compaction
+    options = _options("COPY_ON_WRITE", **{"hoodie.parquet.small.file.limit": "0", "hoodie.metadata.enable": "false"})
     w = Writer(small_spark, path, options)
     t: dict[str, Any] = {"path": path, "writes": []}
     t["writes"].append(w.upsert([0, 1]))

@@ -84,6 +84,9 @@ def base_options(table_type: str, **extra: Any) -> dict[str, str]:
         "hoodie.upsert.shuffle.parallelism": "2",
         "hoodie.insert.shuffle.parallelism": "2",
         "hoodie.delete.shuffle.parallelism": "2",
+        # the rules of the services themselves (archival waits for the metadata table's
+        # compaction when there is one; tests/test_mdt_write.py covers services with it)
+        "hoodie.metadata.enable": "false",
     }
     options.update({k: str(v) for k, v in extra.items()})
     return options

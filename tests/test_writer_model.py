@@ -630,6 +630,28 @@ def check(con, path: str, expected: Counter, context: str, hudi_rs: bool = True,
     assert not problems, f"{context}\n" + "\n".join(problems)
 
 
+def check_metadata_table(path: str, context: str) -> None:
+    """The metadata table (on by default) lists exactly the data files on storage."""
+    from hudi_duck.core.config.table_config import TableConfig
+    from hudi_duck.core.metadata.files_reader import files_listing
+    from hudi_duck.core.metadata.writer import list_data_files
+    from hudi_duck.core.storage.storage import Storage
+
+    storage = Storage(path)
+    if "files" not in TableConfig.load(storage).metadata_partitions:
+        raise AssertionError(f"{context}\nthe table has no metadata table")
+    from hudi_duck.core.table.table import HudiTable
+
+    listed = {p: sorted(f.items()) for p, f in list_data_files(storage, "9" * 20).items()}
+    mine = files_listing(storage).partitions
+    # a partition deleted (delete_partition) leaves the listing; its replaced files stay until cleaned
+    gone = [p for p in listed if p not in mine]
+    if gone:
+        assert not list(HudiTable(path).file_system_view.latest_slices(partitions=gone)), f"{context}\n{gone} left the listing"
+    listed = {p: f for p, f in listed.items() if p in mine}
+    assert {p: f for p, f in mine.items() if f or p in listed} == listed, f"{context}\nmetadata table listing differs"
+
+
 def spark_frame(spark, rows: list[dict[str, Any]]):
     return spark.createDataFrame([tuple(r[c] for c in DATA_COLUMNS) for r in rows], DATA_DDL).coalesce(1)
 
@@ -667,6 +689,7 @@ def run_sequence(spark, con, tmp_path: Path, cfg: Config, seed: int, script: lis
         history.append((result.instant_time, model.copy()))
         log[-1] += f" -> {result.instant_time}"
         check(con, path, model.snapshot(), context, values_from_path=from_path)
+        check_metadata_table(path, context)
     context = f"config {cfg.name} seed {seed}:\n  " + "\n  ".join(log)
     for instant, state in history:
         check(con, path, state.snapshot(), f"{context}\nas of {instant}", values_from_path=from_path, as_of=instant)

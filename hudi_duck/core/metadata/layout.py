@@ -278,6 +278,8 @@ def commit_files_records(
     for partition, stats in partition_to_write_stats.items():
         sizes: dict[str, int] = {}
         for stat in stats:
+            if hasattr(stat, "to_json_record"):  # a typed write stat
+                stat = stat.to_json_record()
             path = stat.get("path")
             if not path:
                 continue
@@ -305,8 +307,10 @@ def clean_files_records(partition_metadata: Mapping[str, Mapping[str, Any]]) -> 
 
 def rollback_files_records(partition_metadata: Mapping[str, Mapping[str, Any]]) -> list[MetadataRecord]:
     """``convertMetadataToRollbackRecords``: the log files a rollback appended its command
-    blocks to (``rollbackLogFiles``), with their sizes. The rolled-back instant's own entries
-    leave the metadata table by rolling back its delta commit there."""
+    blocks to (``rollbackLogFiles``) and, with them, the log files of the rolled-back commit
+    (``logFilesFromFailedCommit``: they stay, their blocks are undone by the command block),
+    with their sizes. The rolled-back instant's other entries leave the metadata table by
+    rolling back its delta commit there."""
     appended: dict[str, dict[str, int]] = {}
     for metadata in partition_metadata.values():
         log_files = metadata.get("rollbackLogFiles") or {}
@@ -314,7 +318,7 @@ def rollback_files_records(partition_metadata: Mapping[str, Mapping[str, Any]]) 
             continue
         partition = partition_identifier(metadata.get("partitionPath") or "")
         sizes = appended.setdefault(partition, {})
-        for path, size in log_files.items():
+        for path, size in [*log_files.items(), *(metadata.get("logFilesFromFailedCommit") or {}).items()]:
             name = posixpath.basename(path)
             sizes[name] = max(sizes.get(name, 0), int(size))
     return [partition_files_record(partition, files) for partition, files in appended.items()]

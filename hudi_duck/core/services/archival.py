@@ -27,8 +27,9 @@ class ArchivalSettings:
     max_commits: int = 30
 
 
-def instants_to_archive(table: HudiTable, settings: ArchivalSettings) -> list[str]:
-    """Requested times of the instants to archive, oldest first."""
+def instants_to_archive(table: HudiTable, settings: ArchivalSettings, before: str | None = None) -> list[str]:
+    """Requested times of the instants to archive, oldest first (only those earlier than
+    ``before``, when given)."""
     timeline = table.timeline
     # HoodieTimelineArchiver.getCleanInstantsToArchive: completed clean and rollback
     # instants, per action, once more than max are active, down to min
@@ -37,7 +38,8 @@ def instants_to_archive(table: HudiTable, settings: ArchivalSettings) -> list[st
         done = timeline.completed([action])
         if len(done) > settings.max_commits:
             services += [i.requested_time for i in done[: len(done) - settings.min_commits]]
-    return sorted(set(_commits_to_archive(table, settings)) | set(services))
+    chosen = sorted(set(_commits_to_archive(table, settings)) | set(services))
+    return [t for t in chosen if before is None or t < before]
 
 
 def _commits_to_archive(table: HudiTable, settings: ArchivalSettings) -> list[str]:
@@ -72,14 +74,21 @@ def _commits_to_archive(table: HudiTable, settings: ArchivalSettings) -> list[st
         if any((p, f) in existing for p, ids in replaced.items() for f in ids):
             bounds.append(instant.requested_time)
             break
+    # the metadata table's delta commits count only while their data instants are active:
+    # nothing after its latest compaction is archived (nothing at all before one)
+    from ..metadata.writer import archival_bound
+
+    mdt_bound = archival_bound(table.storage, table.config)
+    if mdt_bound is not None:
+        bounds.append(mdt_bound)
     limit = min(bounds) if bounds else None
     count = len(commits) - settings.min_commits
     return [c.requested_time for c in commits[:count] if limit is None or c.requested_time < limit]
 
 
-def archive(table: HudiTable, settings: ArchivalSettings) -> list[str]:
+def archive(table: HudiTable, settings: ArchivalSettings, before: str | None = None) -> list[str]:
     """Archive what ``instants_to_archive`` picks; returns the archived times."""
-    times = instants_to_archive(table, settings)
+    times = instants_to_archive(table, settings, before)
     if not times:
         return []
     storage, config, timeline = table.storage, table.config, table.timeline

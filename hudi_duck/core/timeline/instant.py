@@ -72,8 +72,9 @@ INSTANT_TIME_FORMAT = "%Y%m%d%H%M%S"
 #: Sentinel times Hudi uses for the metadata table's bootstrap instants.
 INIT_INSTANT_TIME = "00000000000000"
 
+#: requested times of 14 or 17 digits, plus a 3-digit suffix on the metadata table (``...001``)
 _INSTANT_FILE = re.compile(
-    r"^(?P<ts>\d{14,17})(?:_(?P<completed>\d{14,17}))?"
+    r"^(?P<ts>\d{14,20})(?:_(?P<completed>\d{14,17}))?"
     r"(?:\.(?P<action>[a-z]+))?(?:\.(?P<state>requested|inflight))?$"
 )
 

@@ -28,7 +28,7 @@ import logging
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Iterable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
 from ..errors import TimelineError, UnsupportedFeatureError
 from ..write.markers import delete_markers, list_markers
@@ -63,6 +63,27 @@ class CommitParticipant(Protocol):
     Raising aborts the commit."""
 
     def prepare_commit(self, transaction: "Transaction", metadata: Any) -> None: ...
+
+
+#: Factories of participants every transaction on a table gets (the metadata table writer
+#: registers one); a factory returns ``None`` for tables it has nothing to do with.
+ParticipantFactory = Callable[["Timeline"], "CommitParticipant | None"]
+_PARTICIPANT_FACTORIES: list[ParticipantFactory] = []
+
+
+def register_participant_factory(factory: ParticipantFactory) -> None:
+    """Let ``factory`` add a participant to every transaction started or resumed from now on."""
+    if factory not in _PARTICIPANT_FACTORIES:
+        _PARTICIPANT_FACTORIES.append(factory)
+
+
+def _with_registered(timeline: "Timeline", participants: Iterable[CommitParticipant]) -> list[CommitParticipant]:
+    out = list(participants)
+    for factory in _PARTICIPANT_FACTORIES:
+        participant = factory(timeline)
+        if participant is not None:
+            out.append(participant)
+    return out
 
 
 @dataclass
@@ -106,7 +127,7 @@ class Transaction:
                 instant_time = timeline.next_instant_time() if attempt == 0 else new_instant_time(
                     timeline.config.timeline_timezone_utc, after=instant_time
                 )
-            txn = cls(timeline, instant_time, action, list(participants), concurrency=concurrency)
+            txn = cls(timeline, instant_time, action, _with_registered(timeline, participants), concurrency=concurrency)
             if concurrency is not None:
                 concurrency.starting(timeline, instant_time)
             try:
@@ -156,7 +177,7 @@ class Transaction:
         requested = group.by_state.get(State.REQUESTED)
         if requested is None:
             raise TimelineError(f"{timeline.storage.uri()}: {requested_time} has no requested state to resume")
-        txn = cls(timeline, requested_time, requested.action, list(participants), instant=requested)
+        txn = cls(timeline, requested_time, requested.action, _with_registered(timeline, participants), instant=requested)
         inflight = group.by_state.get(State.INFLIGHT)
         if inflight is not None:
             if requested.action in _ROLLED_BACK_ON_ABORT:

@@ -1,0 +1,552 @@
+"""Keeping a table-version-6 metadata table in step with its data table, as Hudi 0.14 does.
+
+* every instant that changes the data table's files (writes, compaction, clustering,
+  clean, rollback, restore) first completes a *delta commit* of the metadata table at
+  the same instant time, then the data instant completes (:class:`MetadataParticipant`,
+  a commit participant of :class:`~hudi_duck.core.timeline.transaction.Transaction`);
+  a delta commit appends one ``HFILE_DATA_BLOCK`` as a new log file version of the
+  ``files`` file group (storage without appends: every delta commit a new log file);
+* a table without a metadata table gets one bootstrapped from a listing of its files
+  (:meth:`MetadataTable.bootstrap`) at ``<latest completed instant>010``: the initial
+  log file, then a bulk-insert delta commit writing the HFile base file;
+* before a write, the metadata table's own services run (:meth:`MetadataTable.run_services`):
+  clean at ``<latest delta commit>002`` (KEEP_LATEST_COMMITS), compaction into a new HFile
+  base file at ``<latest delta commit>001`` once ``hoodie.metadata.compact.max.delta.commits``
+  delta commits piled up, archival;
+* rolling back a data instant rolls back its delta commit on the metadata table
+  (at ``<rollback>006``); a restore rolls back the delta commits of what it undid and
+  re-syncs the listing with the storage;
+* ``hoodie.metadata.enable=false`` on a write into a table with a metadata table deletes
+  it (:meth:`MetadataTable.delete`): ``hoodie.properties`` first, then the folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..config.table_config import Keys, TableConfig
+from ..errors import HudiError
+from ..file_group.naming import (
+    PARTITION_METAFILE,
+    base_file_name,
+    log_file_name,
+    parse_base_file,
+    parse_log_file,
+    partition_depth,
+    partition_metafile_text,
+)
+from ..hfile.writer import write_hudi_base_hfile
+from ..index import bloom
+from ..storage.storage import Storage
+from ..timeline.active import Timeline
+from ..timeline.commit_metadata import CommitMetadata, WriteStat
+from ..timeline.instant import Action, Instant
+from ..timeline.plans import CompactionOperation, CompactionPlan
+from ..timeline.service_metadata import CleanMetadata, RestoreMetadata, RollbackMetadata
+from ..timeline.transaction import Transaction, register_participant_factory
+from ..write.markers import IOType, create_marker
+from .layout import (
+    FILES,
+    METADATA_FOLDER,
+    clean_instant,
+    commit_files_records,
+    compaction_instant,
+    clean_files_records,
+    file_group_id,
+    hfile_data_block,
+    initial_log_file,
+    initial_log_file_name,
+    initialization_instant,
+    metadata_partitions_value,
+    metadata_table_properties,
+    restore_files_records,
+    rollback_files_records,
+    rollback_instant,
+)
+from .records import MetadataRecord, encode_cells, partition_files_record, partition_identifier, partition_list_record, writer_schema_json
+
+if TYPE_CHECKING:
+    from ..timeline.transaction import CommitParticipant
+
+log = logging.getLogger("hudi_duck")
+
+#: Write token of the files the metadata table's writes make (one task per file group).
+WRITE_TOKEN = "0-1-0"
+#: Actions whose commit metadata lists the files they wrote.
+_COMMIT_ACTIONS = frozenset(
+    {Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING}
+)
+
+
+class MetadataWriteError(HudiError):
+    """The metadata table could not be brought in step with the data table."""
+
+
+@dataclass(frozen=True)
+class MetadataSettings:
+    """``hoodie.metadata.*`` for writers, and the metadata table's own service settings
+    (``HoodieMetadataWriteUtils.createMetadataWriteConfig``)."""
+
+    enabled: bool = True
+    #: hoodie.metadata.compact.max.delta.commits
+    compact_max_delta_commits: int = 10
+    #: min(hoodie.cleaner.commits.retained, 20)
+    cleaner_commits_retained: int = 10
+    #: hoodie.keep.min.commits / hoodie.keep.max.commits of the data table
+    archive_min_commits: int = 20
+    archive_max_commits: int = 30
+
+
+# -- listing the data table -------------------------------------------------------------------
+
+
+def list_data_files(storage: Storage, max_instant: str | None) -> dict[str, dict[str, int]]:
+    """Partition path -> data file name -> size, from a listing (``listAllPartitionsFromFilesystem``):
+    folders with a partition metadata file are partitions; base and log files count when
+    their instant is at or before ``max_instant`` (none count without one)."""
+    out: dict[str, dict[str, int]] = {}
+    stack = [""]
+    while stack:
+        folder = stack.pop()
+        entries = storage.list(folder)
+        names = {e.name for e in entries}
+        if PARTITION_METAFILE in names:
+            files: dict[str, int] = {}
+            for entry in entries:
+                if entry.is_dir:
+                    continue
+                parsed = parse_base_file(folder, entry.name) or parse_log_file(folder, entry.name)
+                if parsed is None or max_instant is None or parsed.instant_time > max_instant:
+                    continue
+                files[entry.name] = entry.size
+            out[folder] = files
+        for entry in entries:
+            if entry.is_dir and not entry.name.startswith("."):
+                stack.append(entry.path)
+    return out
+
+
+def _file_name(path: str) -> str:
+    return posixpath.basename(path.rstrip("/"))
+
+
+# -- the metadata table -----------------------------------------------------------------------
+
+
+class MetadataTable:
+    """The metadata table of the data table at ``storage``, as its writer sees it."""
+
+    def __init__(self, storage: Storage):
+        self.storage = storage
+        self.mdt = storage.child(METADATA_FOLDER)
+
+    # -- state ---------------------------------------------------------------------------------
+    def data_config(self) -> TableConfig:
+        return TableConfig.load(self.storage)
+
+    def is_enabled_in(self, config: TableConfig) -> bool:
+        """Whether the data table's ``hoodie.properties`` lists the ``files`` partition."""
+        return FILES.name in config.metadata_partitions
+
+    def config(self) -> TableConfig:
+        return TableConfig.load(self.mdt)
+
+    def timeline(self) -> Timeline:
+        return Timeline.load(self.mdt, self.config())
+
+    # -- enabling and disabling ----------------------------------------------------------------
+    def prepare_write(self, settings: MetadataSettings, current: str | None = None) -> None:
+        """What a writer does before its instant (``initTable``): with the metadata table
+        enabled, bootstrap it if missing, then run its services; disabled, delete it."""
+        config = self.data_config()
+        if not settings.enabled:
+            if self.is_enabled_in(config) or config.get(Keys.METADATA_PARTITIONS_INFLIGHT) or self.mdt.exists(""):
+                self.delete()
+            return
+        data_timeline = Timeline.load(self.storage, config)
+        if not self.is_enabled_in(config):
+            if not self.bootstrap(config, data_timeline, current):
+                return
+        self.run_services(Timeline.load(self.storage, self.data_config()), settings, current)
+
+    def delete(self) -> None:
+        """``deleteMetadataTable``: the data table stops naming it, then the folder goes."""
+        config = self.data_config()
+        changed = False
+        for key in (Keys.METADATA_PARTITIONS, Keys.METADATA_PARTITIONS_INFLIGHT):
+            if key in config.props:
+                del config.props[key]
+                changed = True
+        if changed:
+            config.save(self.storage)
+        if self.mdt.exists(""):
+            self.mdt.delete("", recursive=True)
+        log.info("%s: metadata table deleted (hoodie.metadata.enable=false)", self.storage.uri())
+
+    def _set_partition_state(self, enabled: bool) -> None:
+        config = self.data_config()
+        partitions = set(config.metadata_partitions)
+        inflight = set(_list(config.get(Keys.METADATA_PARTITIONS_INFLIGHT)))
+        if enabled:
+            partitions.add(FILES.name)
+        else:
+            partitions.discard(FILES.name)
+        inflight.discard(FILES.name)
+        for key, values in ((Keys.METADATA_PARTITIONS, partitions), (Keys.METADATA_PARTITIONS_INFLIGHT, inflight)):
+            if values:
+                config.props[key] = metadata_partitions_value(values)
+            else:
+                config.props.pop(key, None)
+        config.save(self.storage)
+
+    # -- bootstrap -----------------------------------------------------------------------------
+    def bootstrap(self, config: TableConfig, data_timeline: Timeline, current: str | None = None) -> str | None:
+        """``initializeFromFilesystem``: a new metadata table with the ``files`` partition
+        listed from storage. Not while another data instant is pending (Hudi skips then,
+        and the write goes on without the metadata table); returns the bootstrap instant."""
+        pending = [i.requested_time for i in data_timeline.pending() if i.requested_time != current and i.action != Action.INDEXING]
+        if pending:
+            log.warning(
+                "%s: metadata table not bootstrapped while instants are pending: %s", self.storage.uri(), ", ".join(pending)
+            )
+            return None
+        completed = data_timeline.completed()
+        latest = completed[-1].requested_time if completed else None
+        instant_time = initialization_instant(latest)
+        if self.mdt.exists(""):
+            self.mdt.delete("", recursive=True)  # left by an attempt that did not finish
+        TableConfig(dict(metadata_table_properties(config.name))).initialize_table(self.mdt)
+        listing = list_data_files(self.storage, latest)
+        records = [partition_list_record([partition_identifier(p) for p in listing])]
+        records += [partition_files_record(p, files) for p, files in sorted(listing.items())]
+        timeline = self.timeline()
+        txn = Transaction.start(timeline, Action.DELTA_COMMIT, instant_time=instant_time)
+        with txn:
+            txn.begin()
+            partition = FILES.name
+            self.mdt.makedirs(partition)
+            self.mdt.write(
+                posixpath.join(partition, initial_log_file_name(FILES, 0, instant_time)), initial_log_file(instant_time)
+            )
+            self.mdt.write(
+                posixpath.join(partition, PARTITION_METAFILE),
+                partition_metafile_text(instant_time, partition_depth(partition)).encode("utf-8"),
+            )
+            stat = self._write_base_file(file_group_id(FILES, 0), instant_time, records, None)
+            txn.commit(CommitMetadata.of(
+                [stat], compacted=False, extra_metadata={"schema": writer_schema_json()},
+                operation_type="BULK_INSERT_PREPPED",
+            ))
+        self._set_partition_state(True)
+        log.info("%s: metadata table bootstrapped at %s (%d partitions)", self.storage.uri(), instant_time, len(listing))
+        return instant_time
+
+    def _write_base_file(
+        self, file_id: str, instant_time: str, records: list[MetadataRecord], previous: str | None
+    ) -> WriteStat:
+        partition = FILES.name
+        name = base_file_name(file_id, WRITE_TOKEN, instant_time, ".hfile")
+        path = posixpath.join(partition, name)
+        create_marker(self.mdt, instant_time, partition, name, IOType.CREATE)
+        data = write_hudi_base_hfile(encode_cells(records), writer_schema_json(), bloom_filter=bloom.create())
+        self.mdt.write(path, data)
+        return WriteStat(
+            file_id=file_id,
+            path=path,
+            prev_commit=previous or "null",
+            num_writes=len(records),
+            num_inserts=len(records) if previous is None else 0,
+            num_update_writes=0 if previous is None else len(records),
+            total_write_bytes=len(data),
+            partition_path=partition,
+            file_size_in_bytes=len(data),
+        )
+
+    # -- delta commits -------------------------------------------------------------------------
+    def _latest_files_slice(self, timeline: Timeline):
+        from ..table.fs_view import FileSystemView
+
+        view = FileSystemView(self.mdt, timeline.config, timeline)
+        slices = [s for s in view.latest_slices(partitions=[FILES.name]) if s.file_id == file_group_id(FILES, 0)]
+        if not slices:
+            raise MetadataWriteError(f"{self.mdt.uri(FILES.name)}: no file group {file_group_id(FILES, 0)}")
+        return slices[0]
+
+    def delta_commit(self, instant_time: str, records: list[MetadataRecord]) -> None:
+        """One delta commit at ``instant_time``: an HFile data block as a new log file of the
+        ``files`` file group. A delta commit left at that time by an earlier attempt is
+        rolled back first (``commitInternal``)."""
+        timeline = self.timeline()
+        earlier = timeline.group(instant_time)
+        if earlier is not None:
+            self.rollback(timeline, earlier.latest, rollback_instant(instant_time))
+            timeline = self.timeline()
+        file_slice = self._latest_files_slice(timeline)
+        partition = FILES.name
+        file_id = file_slice.file_id
+        base_instant = file_slice.base_instant_time
+        version = max((lf.version for lf in file_slice.log_files), default=0) + 1
+        from ..write.handles import next_log_version
+
+        version = max(version, next_log_version(self.mdt, partition, file_id, base_instant))
+        name = log_file_name(file_id, base_instant, version, WRITE_TOKEN)
+        path = posixpath.join(partition, name)
+        txn = Transaction.start(timeline, Action.DELTA_COMMIT, instant_time=instant_time)
+        with txn:
+            txn.begin()
+            create_marker(self.mdt, instant_time, partition, name, IOType.APPEND)
+            block = hfile_data_block(records, instant_time)
+            self.mdt.write(path, block)
+            stat = WriteStat.for_log(
+                file_id=file_id,
+                path=path,
+                prev_commit=base_instant,
+                num_writes=len(records),
+                num_update_writes=len(records),
+                total_write_bytes=len(block),
+                partition_path=partition,
+                total_log_records=len(records),
+                total_log_blocks=1,
+                file_size_in_bytes=len(block),
+                log_version=version,
+                log_offset=0,
+                base_file=posixpath.basename(file_slice.base_file.path) if file_slice.base_file is not None else "",
+                log_files=[name],
+            )
+            txn.commit(CommitMetadata.of(
+                [stat], compacted=False, extra_metadata={"schema": writer_schema_json()}, operation_type="UPSERT_PREPPED"
+            ))
+
+    def rollback(self, timeline: Timeline, instant: Instant, rollback_time: str) -> None:
+        """Roll back one instant of the metadata table at ``rollback_time`` (or a fresh time if taken)."""
+        from ..services.rollback import execute_rollback, schedule_rollback
+
+        config = timeline.config
+        if timeline.group(rollback_time) is not None:
+            rollback_time = timeline.next_instant_time()
+        requested, plan = schedule_rollback(self.mdt, config, timeline, instant, rollback_time)
+        execute_rollback(self.mdt, config, timeline, requested, plan)
+
+    def rollback_delta_commit(self, instant_time: str, rollback_time: str) -> bool:
+        """Roll back the metadata table's delta commit of a data instant being rolled back
+        (refused when a compaction of the metadata table already covers it: that is a restore)."""
+        timeline = self.timeline()
+        group = timeline.group(instant_time)
+        if group is None or group.pending_action != Action.DELTA_COMMIT:
+            return False
+        compactions = [i.requested_time for i in timeline.completed([Action.COMMIT])]
+        if compactions and instant_time <= compactions[-1]:
+            raise MetadataWriteError(
+                f"{self.storage.uri()}: instant {instant_time} is older than the metadata table's latest compaction "
+                f"{compactions[-1]}; restore to a savepoint instead, or delete the metadata table "
+                f"({METADATA_FOLDER}) and retry"
+            )
+        self.rollback(timeline, group.latest, rollback_time)
+        return True
+
+    # -- services ------------------------------------------------------------------------------
+    def run_services(self, data_timeline: Timeline, settings: MetadataSettings, current: str | None = None) -> list[str]:
+        """``performTableServices``: clean, compaction, archival of the metadata table."""
+        timeline = self.timeline()
+        ran: list[str] = []
+        for pending in timeline.pending([Action.COMPACTION]):
+            self._resume_compaction(timeline, pending.requested_time)
+            ran.append(pending.requested_time)
+            timeline = self.timeline()
+        deltas = timeline.completed([Action.DELTA_COMMIT])
+        if not deltas:
+            return ran
+        latest = deltas[-1].requested_time
+        cleaned = self._clean_if_necessary(timeline, latest, settings)
+        if cleaned:
+            ran.append(cleaned)
+            timeline = self.timeline()
+        if self._may_compact(data_timeline, timeline, latest, current):
+            compacted = self._compact_if_necessary(timeline, latest, settings)
+            if compacted:
+                ran.append(compacted)
+        ran.extend(self._archive(settings))
+        return ran
+
+    def _clean_if_necessary(self, timeline: Timeline, latest: str, settings: MetadataSettings) -> str | None:
+        from ..services import clean
+        from ..table.table import HudiTable
+
+        compactions = timeline.completed([Action.COMMIT])
+        if compactions:
+            after = [i for i in timeline.completed() if i.requested_time > compactions[-1].requested_time]
+            if len(after) < 3:
+                return None  # readers of the log files the compaction replaced get time
+        instant_time = clean_instant(latest)
+        if timeline.group(instant_time) is not None:
+            return None
+        table = HudiTable(self.mdt.base_uri, self.mdt.storage_options)
+        policy = clean.CleanSettings(commits_retained=settings.cleaner_commits_retained)
+        requested = clean.schedule_clean(table, policy, instant_time)
+        if requested is None:
+            return None
+        clean.execute_clean(HudiTable(self.mdt.base_uri, self.mdt.storage_options), requested)
+        return instant_time
+
+    def _may_compact(self, data_timeline: Timeline, timeline: Timeline, latest: str, current: str | None) -> bool:
+        """``validateTimelineBeforeSchedulingCompaction``: no data instant pending at or before
+        the latest delta commit, no compaction pending on the metadata table."""
+        blocking = [
+            i for i in data_timeline.pending() if i.requested_time <= latest and i.requested_time != current
+        ]
+        return not blocking and not timeline.pending([Action.COMPACTION, Action.LOG_COMPACTION])
+
+    def _compact_if_necessary(self, timeline: Timeline, latest: str, settings: MetadataSettings) -> str | None:
+        compactions = timeline.completed([Action.COMMIT])
+        since = compactions[-1].requested_time if compactions else ""
+        deltas = [i for i in timeline.completed([Action.DELTA_COMMIT]) if i.requested_time > since]
+        if len(deltas) < settings.compact_max_delta_commits:
+            return None
+        instant_time = compaction_instant(latest)
+        if timeline.group(instant_time) is not None:
+            return None
+        file_slice = self._latest_files_slice(timeline)
+        operation = CompactionOperation(
+            base_instant_time=file_slice.base_instant_time,
+            delta_file_paths=[posixpath.basename(lf.path) for lf in file_slice.sorted_logs()],
+            data_file_path=posixpath.basename(file_slice.base_file.path) if file_slice.base_file is not None else None,
+            file_id=file_slice.file_id,
+            partition_path=FILES.name,
+            metrics={},
+        )
+        Transaction.schedule(timeline, Action.COMPACTION, CompactionPlan(operations=[operation], version=2), instant_time)
+        self._resume_compaction(self.timeline(), instant_time)
+        return instant_time
+
+    def _resume_compaction(self, timeline: Timeline, instant_time: str) -> None:
+        """Compact the ``files`` file group into a new HFile base file at ``instant_time``."""
+        from .files_reader import merged_records
+
+        records, _ = merged_records(self.storage, FILES.name)
+        previous = self._latest_files_slice(timeline).base_instant_time
+        txn = Transaction.resume(timeline, instant_time)
+        with txn:
+            txn.begin()
+            ordered = [records[k] for k in sorted(records)]
+            stat = self._write_base_file(file_group_id(FILES, 0), instant_time, ordered, previous)
+            txn.commit(CommitMetadata.of(
+                [stat], compacted=True, extra_metadata={"schema": writer_schema_json()}, operation_type="COMPACT"
+            ))
+
+    def _archive(self, settings: MetadataSettings) -> list[str]:
+        """Archival of the metadata table: nothing from the data table's earliest active
+        commit or earliest pending instant on (their delta commits must stay readable)."""
+        from ..services import archival
+        from ..table.table import HudiTable
+
+        data_timeline = Timeline.load(self.storage, self.data_config())
+        candidates = [i.requested_time for i in data_timeline.completed(Action.WRITE_ACTIONS)]
+        candidates += [i.requested_time for i in data_timeline.pending()]
+        if not candidates:
+            return []
+        table = HudiTable(self.mdt.base_uri, self.mdt.storage_options)
+        return archival.archive(
+            table, archival.ArchivalSettings(settings.archive_min_commits, settings.archive_max_commits), min(candidates)
+        )
+
+
+def archival_bound(storage: Storage, config: TableConfig) -> str | None:
+    """How far the data table's archival may go with a metadata table (``getCommitInstantsToArchive``):
+    instants earlier than the metadata table's latest compaction; with none yet, nothing
+    (``""``). ``None`` without a metadata table."""
+    if FILES.name not in config.metadata_partitions:
+        return None
+    table = MetadataTable(storage)
+    try:
+        compactions = table.timeline().completed([Action.COMMIT])
+    except HudiError:
+        return ""
+    return compactions[-1].requested_time if compactions else ""
+
+
+def _list(value: str | None) -> list[str]:
+    return [p.strip() for p in (value or "").split(",") if p.strip()]
+
+
+# -- the commit participant -------------------------------------------------------------------
+
+
+@dataclass
+class MetadataParticipant:
+    """Brings the metadata table in step with a data instant before the instant completes."""
+
+    table: MetadataTable
+
+    def prepare_commit(self, transaction: Transaction, metadata: Any) -> None:
+        action = transaction.action
+        instant_time = transaction.requested_time
+        if action in _COMMIT_ACTIONS and isinstance(metadata, CommitMetadata):
+            self.table.delta_commit(instant_time, commit_records(metadata))
+        elif action == Action.CLEAN and isinstance(metadata, CleanMetadata):
+            self.table.delta_commit(instant_time, clean_records(metadata))
+        elif action == Action.ROLLBACK and isinstance(metadata, RollbackMetadata):
+            self.table.delta_commit(instant_time, rollback_records(metadata))
+            for target in metadata.commits_rollback[:1]:
+                self.table.rollback_delta_commit(target, rollback_instant(instant_time))
+        elif action == Action.RESTORE and isinstance(metadata, RestoreMetadata):
+            self._restore(instant_time, metadata)
+        # savepoints change no files
+
+    def _restore(self, instant_time: str, metadata: RestoreMetadata) -> None:
+        """Undo the delta commits of the instants the restore rolled back (latest first), then
+        one delta commit at the restore's time makes the listing match the storage."""
+        from .files_reader import files_listing
+
+        undone = sorted({t for rbs in metadata.hoodie_restore_metadata.values() for rb in rbs for t in rb.commits_rollback})
+        timeline = self.table.timeline()
+        for target in reversed(undone):
+            group = timeline.group(target)
+            if group is not None and group.pending_action == Action.DELTA_COMMIT:
+                self.table.rollback(timeline, group.latest, timeline.next_instant_time())
+                timeline = self.table.timeline()
+        listed = list_data_files(self.table.storage, "99999999999999999999")
+        known = {p: dict(files) for p, files in files_listing(self.table.storage).partitions.items()}
+        records = restore_files_records(listed, known)
+        self.table.delta_commit(instant_time, records or [partition_list_record(list(listed))])
+
+
+def commit_records(metadata: CommitMetadata) -> list[MetadataRecord]:
+    return commit_files_records(
+        {p: list(stats or ()) for p, stats in metadata.partition_to_write_stats.items()}, operation_type=metadata.operation_type, partition_to_replace_file_ids=metadata.partition_to_replace_file_ids
+    )
+
+
+def clean_records(metadata: CleanMetadata) -> list[MetadataRecord]:
+    record = metadata.to_record()
+    return clean_files_records(record.get("partitionMetadata") or {})
+
+
+def rollback_records(metadata: RollbackMetadata) -> list[MetadataRecord]:
+    record = metadata.to_record()
+    return rollback_files_records(record.get("partitionMetadata") or {})
+
+
+def participant_for(timeline: Timeline) -> "CommitParticipant | None":
+    """The participant of a data table whose ``hoodie.properties`` lists the ``files`` partition."""
+    if FILES.name not in timeline.config.metadata_partitions:
+        return None
+    return MetadataParticipant(MetadataTable(timeline.storage))
+
+
+def register() -> None:
+    """Keep metadata tables in step on every transaction from now on."""
+    register_participant_factory(participant_for)
+
+
+__all__ = [
+    "MetadataParticipant",
+    "MetadataSettings",
+    "MetadataTable",
+    "MetadataWriteError",
+    "list_data_files",
+    "participant_for",
+    "register",
+]
