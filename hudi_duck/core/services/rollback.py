@@ -19,6 +19,7 @@ import posixpath
 import time
 from dataclasses import dataclass
 
+from .. import faults
 from ..config.table_config import TableConfig
 from ..errors import HudiError, TimelineError
 from ..file_group.log_format import BlockType, CommandType, HeaderKey, encode_block
@@ -207,10 +208,12 @@ def execute_rollback_requests(
             if storage.exists(rel):
                 storage.delete(rel)
                 deleted += 1
+                faults.reach(faults.ROLLBACK_FILE_DELETED)
             meta.success_delete_files.append(path)
         for path, size in (request.log_blocks_to_be_deleted or {}).items():
             rel = _relative(storage, path)
             written, written_size = _append_rollback_block(storage, rel, target.commit_time, rollback_time)
+            faults.reach(faults.ROLLBACK_BLOCK_WRITTEN)
             meta.rollback_log_files[_log_uri(storage, written)] = written_size
             meta.log_files_from_failed_commit[path] = int(size)
     metadata = RollbackMetadata(
@@ -228,6 +231,7 @@ def execute_rollback_requests(
         timeline.delete_instant(target.commit_time, [State.INFLIGHT])
     else:
         timeline.delete_instant(target.commit_time)
+    faults.reach(faults.ROLLBACK_INSTANT_DELETED)
     delete_markers(storage, target.commit_time)
     return metadata
 

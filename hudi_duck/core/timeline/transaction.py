@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Iterable, Protocol
 
+from .. import faults
 from ..errors import TimelineError, UnsupportedFeatureError
 from ..write.markers import delete_markers, list_markers
 from .commit_metadata import CommitMetadata
@@ -97,8 +98,10 @@ class Transaction:
         if action == Action.SAVEPOINT:
             txn.instant = timeline.create_inflight(instant_time, action, _bytes(plan, timeline))
             txn.phase = Phase.INFLIGHT
+            faults.reach(faults.INFLIGHT_WRITTEN, action)
         else:
             txn.instant = timeline.create_requested(instant_time, action, _bytes(plan, timeline))
+            faults.reach(faults.REQUESTED_WRITTEN, action)
         return txn
 
     @classmethod
@@ -143,6 +146,7 @@ class Transaction:
         self._expect(Phase.REQUESTED, "begin")
         self.instant = self.timeline.transition_to_inflight(self.instant, _bytes(profile, self.timeline))
         self.phase = Phase.INFLIGHT
+        faults.reach(faults.INFLIGHT_WRITTEN, self.action)
         return self.instant
 
     def commit(self, metadata: Any) -> Instant:
@@ -150,12 +154,16 @@ class Transaction:
         if self.phase is Phase.REQUESTED:
             self.begin()
         self._expect(Phase.INFLIGHT, "commit")
+        faults.reach(faults.DATA_FILES_WRITTEN, self.action)
         if isinstance(metadata, CommitMetadata):
             self._reconcile_markers(metadata)
         for participant in self.participants:
             participant.prepare_commit(self, metadata)
+        faults.reach(faults.BEFORE_COMPLETED, self.action)
         self._publish(metadata)
+        faults.reach(faults.COMPLETED_WRITTEN, self.action)
         self._after_commit()
+        faults.reach(faults.CLEANED_UP, self.action)
         return self.instant
 
     def abort(self) -> None:
