@@ -16,6 +16,7 @@ partition field ``part`` and an ordering field ``ts``.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -174,7 +175,7 @@ def _update(table: HudiTable, ctx: WriteContext, partition: str, batch: pa.Table
         s = slices[file_id]
         part = batch.take(pa.array(rows, pa.int64()))
         if ctx.is_mor:
-            stats += append_log(ctx, partition, file_id, s.base_instant_time, s.base_file.name, part, task)
+            stats += append_log(ctx, partition, file_id, s.base_instant_time, s.base_file.file_name, part, task)
         else:
             stats += merge_file(ctx, partition, file_id, s.base_file.path, s.base_instant_time, part, task)
     if allow_inserts and new_rows:
@@ -274,5 +275,44 @@ def run(spec: dict[str, Any]) -> Any:
     raise ValueError(f"unknown action {action!r}")
 
 
+def serve() -> None:
+    """Run jobs read from stdin (one JSON line each: ``{"spec": ..., "kill_at": ...}``), each in
+    a process forked from this one, which has imported everything already; write each job's
+    end (``{"signal": n}`` or ``{"exit": n}``) to stdout. Saves an interpreter start per kill."""
+    for line in sys.stdin:
+        job = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            _child(job)
+        _, status = os.waitpid(pid, 0)
+        end = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else {"exit": os.WEXITSTATUS(status)}
+        sys.stdout.write(json.dumps(end) + "\n")
+        sys.stdout.flush()
+
+
+def _child(job: dict[str, Any]) -> None:
+    """A forked job: arm the kill point (the variable is read when ``faults`` loads), run."""
+    import importlib
+    import traceback
+
+    from hudi_duck.core import faults
+
+    code = 0
+    try:
+        os.environ[faults.KILL_AT_VARIABLE] = job["kill_at"]
+        importlib.reload(faults)
+        run(job["spec"])
+    except BaseException:  # noqa: BLE001 - reported as the exit status
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
 if __name__ == "__main__":
-    run(json.loads(Path(sys.argv[1]).read_text()))
+    if sys.argv[1:] == ["--serve"]:
+        serve()
+    else:
+        run(json.loads(Path(sys.argv[1]).read_text()))

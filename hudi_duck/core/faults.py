@@ -32,6 +32,7 @@ CLEANED_UP = "cleaned_up"  # after publication, the markers are deleted: the ins
 
 #: Phases of services that change files between inflight and completed.
 CLEAN_FILE_DELETED = "clean_file_deleted"  # a clean deleted the first of its planned files
+ROLLBACK_UNPUBLISHED = "rollback_unpublished"  # the completed file of the instant rolled back is deleted
 ROLLBACK_FILE_DELETED = "rollback_file_deleted"  # a rollback deleted the first file of the rolled-back instant
 ROLLBACK_BLOCK_WRITTEN = "rollback_block_written"  # a rollback appended its first command block (merge-on-read)
 ROLLBACK_INSTANT_DELETED = "rollback_instant_deleted"  # a rollback deleted the rolled-back instant's timeline files
@@ -52,6 +53,7 @@ PHASES = (
     COMPLETED_WRITTEN,
     CLEANED_UP,
     CLEAN_FILE_DELETED,
+    ROLLBACK_UNPUBLISHED,
     ROLLBACK_FILE_DELETED,
     ROLLBACK_BLOCK_WRITTEN,
     ROLLBACK_INSTANT_DELETED,

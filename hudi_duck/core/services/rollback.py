@@ -200,6 +200,7 @@ def execute_rollback_requests(
             partition, RollbackPartitionMetadata(partition, rollback_log_files={}, log_files_from_failed_commit={})
         )
 
+    _unpublish(timeline, target.commit_time)
     deleted = 0
     for request in requests:
         meta = partition_meta(request.partition_path or "")
@@ -234,6 +235,16 @@ def execute_rollback_requests(
     faults.reach(faults.ROLLBACK_INSTANT_DELETED)
     delete_markers(storage, target.commit_time)
     return metadata
+
+
+def _unpublish(timeline: Timeline, requested_time: str) -> None:
+    """A completed instant stops being committed before any of its files go (Hudi's
+    ``revertToInflight``): a crash half-way through the rollback leaves readers the
+    state before the instant, never part of it."""
+    group = timeline.group(requested_time)
+    if group is not None and group.latest.is_completed and len(group.by_state) > 1:
+        timeline.delete_instant(requested_time, [State.COMPLETED])
+        faults.reach(faults.ROLLBACK_UNPUBLISHED)
 
 
 def keeps_plan(timeline: Timeline, requested_time: str) -> bool:

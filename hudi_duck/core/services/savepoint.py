@@ -106,8 +106,14 @@ def restore_to_savepoint(table: HudiTable, savepoint_time: str) -> RestoreMetada
         return InstantInfo(instant.requested_time, action)
 
     infos = [info(i) for i in later]
-    plan = RestorePlan(instants_to_rollback=infos, version=1)
-    with Transaction.start(timeline, Action.RESTORE, plan, instant_time=restore_time) as txn:
+    failed = _failed_restore(timeline, savepoint_time)
+    if failed is not None:
+        # a restore to the same savepoint that died half-way: finish it under its own instant
+        restore_time = failed.requested_time
+        txn = Transaction.resume(timeline, restore_time)
+    else:
+        txn = Transaction.start(timeline, Action.RESTORE, RestorePlan(instants_to_rollback=infos, version=1), instant_time=restore_time)
+    with txn:
         txn.begin()
         per_instant: dict[str, list[RollbackMetadata]] = {}
         for instant, target in zip(later, infos):
@@ -127,6 +133,21 @@ def restore_to_savepoint(table: HudiTable, savepoint_time: str) -> RestoreMetada
         )
         txn.commit(metadata)
     return metadata
+
+
+def _failed_restore(timeline, savepoint_time: str) -> Instant | None:
+    """The latest pending restore if it restores to ``savepoint_time`` (Hudi's
+    ``scheduleAndGetRestorePlan``: the savepoint is the last one before the oldest
+    instant its plan rolls back)."""
+    pending = sorted(timeline.pending([Action.RESTORE]), key=lambda i: i.requested_time)
+    if not pending:
+        return None
+    plan = timeline.plan(pending[-1].requested_time)
+    if not isinstance(plan, RestorePlan) or not plan.instants_to_rollback:
+        return None
+    oldest = plan.instants_to_rollback[-1].commit_time
+    before = [s for s in timeline.savepoints() if s < oldest]
+    return pending[-1] if before and before[-1] == savepoint_time else None
 
 
 # -- reading savepoints --------------------------------------------------------------------------
