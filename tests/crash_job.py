@@ -29,7 +29,7 @@ from hudi_duck.core.config.table_config import Keys, TableConfig
 from hudi_duck.core.merge.mode import EVENT_TIME_STRATEGY_ID, OVERWRITE_WITH_LATEST_PAYLOAD
 from hudi_duck.core.schema.avro_arrow import arrow_to_avro, avro_json
 from hudi_duck.core.schema.meta_fields import PARTITION_PATH, RECORD_KEY
-from hudi_duck.core.services import archival, clean, clustering, compaction, savepoint
+from hudi_duck.core.services import archival, clean, clustering, compaction, inline, savepoint
 from hudi_duck.core.services import rollback as rollbacks
 from hudi_duck.core.storage.storage import Storage
 from hudi_duck.core.table.table import HudiTable
@@ -255,6 +255,42 @@ def archive(path: str) -> list[str]:
     return archival.archive(HudiTable(path), ARCHIVAL)
 
 
+class LocalEngine:
+    """Runs scheduled compactions and clusterings in this process (the inline services' engine)."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def compact(self, instant_time: str) -> None:
+        table = HudiTable(self.path)
+        compaction.run_compaction(table, instant_time, FileSettings(), _compact_runner(table, instant_time))
+
+    def cluster(self, instant_time: str) -> None:
+        table = HudiTable(self.path)
+        clustering.run_clustering(table, instant_time, CLUSTERING, FileSettings(), _cluster_runner(table, instant_time))
+
+
+#: inline services of the writer loop: compaction every 2 delta commits, clean keeping 2 commits, archival
+WRITER_SERVICES = inline.ServiceSettings(
+    compaction=compaction.CompactionSettings(max_delta_commits=2),
+    clean=clean.CleanSettings(commits_retained=2),
+    archival=archival.ArchivalSettings(min_commits=3, max_commits=4),
+    compact_inline=True,
+)
+
+
+def writer_loop(path: str, batches: list[list[dict[str, Any]]]) -> None:
+    """Upsert each batch, run the inline services, report ``{"commit": k, "ran": [...]}`` on
+    stdout and wait for a line on stdin before the next commit."""
+    for k, rows in enumerate(batches, start=1):
+        committed = write(path, "upsert", rows)
+        services = inline.run_inline_services(lambda: HudiTable(path), WRITER_SERVICES, LocalEngine(path), committed)
+        sys.stdout.write(json.dumps({"commit": k, "ran": services.ran}) + "\n")
+        sys.stdout.flush()
+        if k < len(batches) and not sys.stdin.readline():
+            return
+
+
 def run(spec: dict[str, Any]) -> Any:
     """The action a spec names (see the module docstring)."""
     path, action = spec["path"], spec["action"]
@@ -314,5 +350,8 @@ def _child(job: dict[str, Any]) -> None:
 if __name__ == "__main__":
     if sys.argv[1:] == ["--serve"]:
         serve()
+    elif sys.argv[1:2] == ["--writer"]:
+        spec = json.loads(Path(sys.argv[2]).read_text())
+        writer_loop(spec["path"], spec["batches"])
     else:
         run(json.loads(Path(sys.argv[1]).read_text()))
