@@ -291,6 +291,38 @@ def writer_loop(path: str, batches: list[list[dict[str, Any]]]) -> None:
             return
 
 
+#: options of the Spark writer for the tables of these jobs
+SPARK_OPTIONS = {
+    "hoodie.table.name": "crash",
+    "hoodie.datasource.write.recordkey.field": "id",
+    "hoodie.datasource.write.partitionpath.field": "part",
+    "hoodie.datasource.write.precombine.field": "ts",
+    "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
+}
+
+
+def spark_write(spark, path: str, op: str, rows: list[dict[str, Any]], table_type: str) -> Any:
+    """One write with the Spark writer (``spark_writer.write``)."""
+    import spark_writer
+
+    frame = spark.createDataFrame([tuple(r[c] for c in COLUMNS) for r in rows], "id string, part string, ts long, val string")
+    options = dict(SPARK_OPTIONS, **{"hoodie.datasource.write.operation": op, "hoodie.datasource.write.table.type": table_type})
+    return spark_writer.write(frame, path, options)
+
+
+def spark_job(spec: dict[str, Any]) -> None:
+    """``spec``'s write with a local Spark session of its own (driver and executors die with it)."""
+    from spark_writer.session import local_session
+
+    spark = local_session()
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        spark_write(spark, spec["path"], spec["action"], spec["rows"], spec["table_type"])
+    finally:
+        spark.stop()
+
+
 def run(spec: dict[str, Any]) -> Any:
     """The action a spec names (see the module docstring)."""
     path, action = spec["path"], spec["action"]
@@ -350,6 +382,8 @@ def _child(job: dict[str, Any]) -> None:
 if __name__ == "__main__":
     if sys.argv[1:] == ["--serve"]:
         serve()
+    elif sys.argv[1:2] == ["--spark"]:
+        spark_job(json.loads(Path(sys.argv[2]).read_text()))
     elif sys.argv[1:2] == ["--writer"]:
         spec = json.loads(Path(sys.argv[2]).read_text())
         writer_loop(spec["path"], spec["batches"])

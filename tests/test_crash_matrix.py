@@ -452,6 +452,44 @@ def test_kill_point_in_a_fresh_process(tmp_path: Path):
     check_reads(prepared.path, prepared.after, "upsert without a kill point")
 
 
+#: Kill points of a Spark write: a Python worker writing a data file (the executor dies, the
+#: driver sees the task fail), the driver before and after publishing the commit
+SPARK_KILLS = [
+    (faults.DATA_FILE_WRITTEN, "executor"),
+    (f"{Action.DELTA_COMMIT}:{faults.BEFORE_COMPLETED}", "driver"),
+    (f"{Action.DELTA_COMMIT}:{faults.COMPLETED_WRITTEN}", "driver"),
+]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("kill_at, where", SPARK_KILLS, ids=[k for k, _ in SPARK_KILLS])
+def test_spark_write_killed(kill_at: str, where: str, small_spark, tmp_path: Path):
+    """The Spark writer killed on the driver or an executor: readers see the last committed
+    state; the next Spark write rolls back what is left and succeeds."""
+    prepared = prepare(Case("upsert", MOR, "upsert"), tmp_path / "seed")
+    spec_file = tmp_path / "spark.json"
+    spec_file.write_text(json.dumps(dict(prepared.spec, table_type=MOR)))
+    env = dict(os.environ, HUDI_DUCK_KILL_AT=kill_at, HUDI_DUCK_SPARK_DRIVER_MEMORY="1g")
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(TESTS.parent), env.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [sys.executable, str(TESTS / "crash_job.py"), "--spark", str(spec_file)],
+        env=env, capture_output=True, text=True, timeout=900,
+    )
+    if where == "driver":
+        assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
+    else:
+        # the worker died; the driver failed the write and rolled it back at once
+        assert done.returncode == 1 and "nothing was committed" in done.stderr, done.stderr[-3000:]
+    published = kill_at.endswith(faults.COMPLETED_WRITTEN)
+    expected = prepared.after if published else prepared.before
+    check_reads(prepared.path, expected, f"Spark upsert killed at {kill_at}")
+    batch = prepared.model.batch("upsert")
+    crash_job.spark_write(small_spark, prepared.path, "upsert", batch, MOR)
+    check_reads(prepared.path, Model.apply(expected, "upsert", batch), f"Spark upsert killed at {kill_at}, after the next write")
+    pending = HudiTable(prepared.path).timeline.pending()
+    assert not pending, f"still pending after the next write: {pending}"
+
+
 def main() -> None:
     """Print the matrix: per action the phases killed at and what came of them."""
     import tempfile
