@@ -200,6 +200,8 @@ def execute_rollback_requests(
             partition, RollbackPartitionMetadata(partition, rollback_log_files={}, log_files_from_failed_commit={})
         )
 
+    # a pending compaction or clustering keeps its plan (decided before the instant is unpublished)
+    keep_plan = revert_pending_plan and keeps_plan(timeline, target.commit_time)
     _unpublish(timeline, target.commit_time)
     deleted = 0
     for request in requests:
@@ -228,7 +230,7 @@ def execute_rollback_requests(
     )
     # the rolled-back instant disappears before the rollback completes, as in Hudi;
     # a pending compaction or clustering keeps its plan (Hudi reverts it to requested)
-    if revert_pending_plan and keeps_plan(timeline, target.commit_time):
+    if keep_plan:
         timeline.delete_instant(target.commit_time, [State.INFLIGHT])
     else:
         timeline.delete_instant(target.commit_time)

@@ -110,13 +110,15 @@ def restore_to_savepoint(table: HudiTable, savepoint_time: str) -> RestoreMetada
     if failed is not None:
         # a restore to the same savepoint that died half-way: finish it under its own instant
         restore_time = failed.requested_time
+        infos = timeline.plan(restore_time).instants_to_rollback
         txn = Transaction.resume(timeline, restore_time)
     else:
         txn = Transaction.start(timeline, Action.RESTORE, RestorePlan(instants_to_rollback=infos, version=1), instant_time=restore_time)
     with txn:
         txn.begin()
         per_instant: dict[str, list[RollbackMetadata]] = {}
-        for instant, target in zip(later, infos):
+        for instant in later:
+            target = info(instant)
             rollback_plan = plan_rollback(storage, config, timeline, instant)
             per_instant[instant.requested_time] = [
                 execute_rollback_requests(
@@ -126,7 +128,7 @@ def restore_to_savepoint(table: HudiTable, savepoint_time: str) -> RestoreMetada
         metadata = RestoreMetadata(
             start_restore_time=restore_time,
             time_taken_in_millis=int((time.perf_counter() - started) * 1000),
-            instants_to_rollback=[i.requested_time for i in later],
+            instants_to_rollback=[i.commit_time for i in infos],
             hoodie_restore_metadata=per_instant,
             version=1,
             restore_instant_info=[InstantInfo(i.commit_time, i.action) for i in infos],
