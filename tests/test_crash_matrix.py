@@ -18,7 +18,8 @@ fresh copy of the prepared table, the action runs in its own process
   left pending) succeeds and readers see the model with it; no instant stays pending.
 
 ``python tests/test_crash_matrix.py`` prints the matrix (action × phase) with the kills
-survived and the rows lost.
+survived and the rows lost; with ``--every`` it also kills each later time an action
+reaches a phase (its second data file, a restore's second rollback ...).
 """
 
 from __future__ import annotations
@@ -248,15 +249,18 @@ def copy_prepared(prepared: Prepared, root: Path) -> Prepared:
     return Prepared(path, prepared.model.copy(), spec, prepared.before, prepared.after)
 
 
-def kill_points(prepared: Prepared, root: Path) -> list[str]:
+def kill_points(prepared: Prepared, root: Path, every: bool = False) -> list[str]:
     """The phases the action reaches, in order, as ``HUDI_DUCK_KILL_AT`` values: a phase
     reached again by another action of the run (a restore's rollbacks) is named with
-    its action; each value kills at the first point it names."""
+    its action; each value kills at the first point it names. ``every``: also each later
+    time a phase is reached (``data_file_written#2``: the second data file ...)."""
     dry = copy_prepared(prepared, root)
     seen: list[tuple[str, str | None]] = []
+    reached: list[tuple[str, str | None]] = []
     original = faults.reach
 
     def record(phase: str, action: str | None = None) -> None:
+        reached.append((phase, action))
         if (phase, action) not in seen:
             seen.append((phase, action))
 
@@ -270,6 +274,10 @@ def kill_points(prepared: Prepared, root: Path) -> list[str]:
         name = phase if all(p != phase for p, _ in seen[: seen.index((phase, action))]) else f"{action}:{phase}"
         if name not in names and ":None:" not in f":{name}":
             names.append(name)
+    if every:
+        for name in list(names):
+            times = sum(1 for phase, action in reached if name in (phase, f"{action}:{phase}"))
+            names += [f"{name}#{n}" for n in range(2, times + 1)]
     return names
 
 
@@ -325,7 +333,7 @@ def run_fresh(spec: dict[str, Any], kill_at: str | None, root: Path) -> subproce
 
 
 def expected_after_kill(case: Case, kill_at: str, prepared: Prepared) -> dict[str, tuple]:
-    phase = kill_at.split(":")[-1]
+    phase = kill_at.split("#")[0].split(":")[-1]
     if case.action in WRITE_OPERATIONS:
         published = phase in (faults.COMPLETED_WRITTEN, faults.CLEANED_UP)
         return prepared.after if published else prepared.before
@@ -400,12 +408,12 @@ def _rows_lost(path: str, expected: dict[str, tuple]) -> int:
         return len(expected)
 
 
-def run_case(case: Case, root: Path) -> list[Outcome]:
+def run_case(case: Case, root: Path, every: bool = False) -> list[Outcome]:
     seed = root / "seed"
     seed.mkdir()
     prepared = prepare(case, seed)
     outcomes = []
-    for i, kill_at in enumerate(kill_points(prepared, root / "dry")):
+    for i, kill_at in enumerate(kill_points(prepared, root / "dry", every)):
         outcomes.append(crash_and_repair(case, prepared, kill_at, root / f"kill{i}"))
     return outcomes
 
@@ -447,6 +455,12 @@ def test_kill_point_in_a_fresh_process(tmp_path: Path):
     done = run_fresh(killed.spec, faults.BEFORE_COMPLETED, tmp_path / "killed")
     assert done.returncode == -signal.SIGKILL, done.stderr
     check_reads(killed.path, prepared.before, "upsert killed before completed")
+    second = copy_prepared(prepared, tmp_path / "second")
+    done = run_fresh(second.spec, f"{faults.DATA_FILE_WRITTEN}#2", tmp_path / "second")
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    check_reads(second.path, prepared.before, "upsert killed after its second data file")
+    markers = list(Path(second.path, ".hoodie", ".temp").rglob("*.marker.*"))
+    assert len(markers) == 2, f"killed after the second data file, yet {len(markers)} markers: {markers}"
     done = run_fresh(prepared.spec, None, tmp_path / "seed")
     assert done.returncode == 0, done.stderr
     check_reads(prepared.path, prepared.after, "upsert without a kill point")
@@ -491,15 +505,17 @@ def test_spark_write_killed(kill_at: str, where: str, small_spark, tmp_path: Pat
 
 
 def main() -> None:
-    """Print the matrix: per action the phases killed at and what came of them."""
+    """Print the matrix: per action the phases killed at and what came of them
+    (``--every``: also each later time an action reaches a phase)."""
     import tempfile
     import time
 
+    every = "--every" in sys.argv[1:]
     started = time.perf_counter()
     total = lost = reads = 0
     for case in CASES:
         with tempfile.TemporaryDirectory() as tmp:
-            outcomes = run_case(case, Path(tmp))
+            outcomes = run_case(case, Path(tmp), every)
         total += sum(o.survived for o in outcomes)
         lost += sum(o.rows_lost for o in outcomes)
         reads += sum(o.reads for o in outcomes)

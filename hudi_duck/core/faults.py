@@ -3,7 +3,8 @@
 Every step of a commit that leaves something on storage calls :func:`reach` with the
 name of the phase it just finished. When the environment variable
 ``HUDI_DUCK_KILL_AT`` names that phase (``inflight_written``) or the phase of one
-action (``compaction:inflight_written``), the process kills itself with SIGKILL: no
+action (``compaction:inflight_written``), optionally the n-th time it is reached
+(``data_file_written#3``; the first by default), the process kills itself with SIGKILL: no
 ``finally`` block, no abort, no flush runs, exactly as if the machine lost power
 there. Crash tests use this to show that every such point leaves a table that readers
 see at its last committed state and that the next writer repairs.
@@ -62,12 +63,26 @@ PHASES = (
     ARCHIVE_COMPLETED_DELETED,
 )
 
-_KILL_AT = os.environ.get(KILL_AT_VARIABLE) or None
+
+
+def _parse(value: str | None) -> tuple[str | None, int]:
+    """``phase``, ``action:phase`` or either with ``#n``: (the name, n)."""
+    if not value:
+        return None, 0
+    name, _, nth = value.partition("#")
+    return name, int(nth) if nth.isdigit() and int(nth) > 0 else 1
+
+
+_KILL_AT, _NTH = _parse(os.environ.get(KILL_AT_VARIABLE))
+_hits = 0
 
 
 def reach(phase: str, action: str | None = None) -> None:
     """The current instant (of ``action``) finished ``phase``: die here if asked to."""
+    global _hits
     if _KILL_AT is None:
         return
     if _KILL_AT == phase or (action is not None and _KILL_AT == f"{action}:{phase}"):
-        os.kill(os.getpid(), signal.SIGKILL)
+        _hits += 1
+        if _hits >= _NTH:
+            os.kill(os.getpid(), signal.SIGKILL)
