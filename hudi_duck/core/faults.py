@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import signal
 
-#: The variable naming the phase to die at: ``<phase>`` or ``<action>:<phase>``.
+#: The variable naming the phase to die at: ``<phase>`` or ``<action>:<phase>``, with ``#<n>`` the n-th time.
 KILL_AT_VARIABLE = "HUDI_DUCK_KILL_AT"
 
 #: Phases of every instant (writes and every table service), in lifecycle order.
@@ -62,7 +62,6 @@ PHASES = (
     ARCHIVE_PENDING_DELETED,
     ARCHIVE_COMPLETED_DELETED,
 )
-
 
 
 def _parse(value: str | None) -> tuple[str | None, int]:
