@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import faults
 from ..table.table import HudiTable
 from ..timeline.archived import meta_entries_for, write_archive_file
 from ..timeline.instant import Action, State
@@ -94,8 +95,11 @@ def archive(table: HudiTable, settings: ArchivalSettings, before: str | None = N
     storage, config, timeline = table.storage, table.config, table.timeline
     entries = meta_entries_for(storage, config, timeline, times)
     write_archive_file(storage, config, entries)
+    faults.reach(faults.ARCHIVE_FILE_WRITTEN)
     for time_ in times:
         timeline.delete_instant(time_, [State.REQUESTED, State.INFLIGHT])
+    faults.reach(faults.ARCHIVE_PENDING_DELETED)
     for time_ in times:
         timeline.delete_instant(time_)
+    faults.reach(faults.ARCHIVE_COMPLETED_DELETED)
     return times

@@ -21,6 +21,7 @@ import posixpath
 import time
 from dataclasses import dataclass
 
+from .. import faults
 from ..file_group.file_slice import FileGroup, FileSlice
 from ..table.table import HudiTable
 from ..timeline.instant import Action, Instant, State, format_instant_time
@@ -257,6 +258,7 @@ def delete_planned_files(table: HudiTable, plan: CleanerPlan, clean_time: str) -
             try:
                 if table.storage.exists(rel):
                     table.storage.delete(rel)
+                    faults.reach(faults.CLEAN_FILE_DELETED)
                 success.append(name)
                 total += 1
             except OSError:

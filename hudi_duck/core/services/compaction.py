@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from .. import faults
 from ..config.write_settings import FileSettings, ParquetSettings
 from ..errors import HudiError
 from ..file_group.file_slice import FileSlice
@@ -272,6 +273,7 @@ def compact_operation(
         preserve_meta=True,
         overwrite=True,
     )
+    faults.reach(faults.DATA_FILE_WRITTEN)
     log_size = sum(max(log.size, 0) for log in slice_.log_files)
     updated = int(log_stats.get("dropped_base_rows", 0))  # base records the logs replaced
     return WriteStat(

@@ -19,6 +19,7 @@ import posixpath
 import time
 from dataclasses import dataclass
 
+from .. import faults
 from ..concurrency import heartbeat
 from ..concurrency.settings import ConcurrencySettings, FailedWritesPolicy
 from ..config.table_config import TableConfig
@@ -201,6 +202,9 @@ def execute_rollback_requests(
             partition, RollbackPartitionMetadata(partition, rollback_log_files={}, log_files_from_failed_commit={})
         )
 
+    # a pending compaction or clustering keeps its plan (decided before the instant is unpublished)
+    keep_plan = revert_pending_plan and keeps_plan(timeline, target.commit_time)
+    _unpublish(timeline, target.commit_time)
     deleted = 0
     for request in requests:
         meta = partition_meta(request.partition_path or "")
@@ -209,10 +213,12 @@ def execute_rollback_requests(
             if storage.exists(rel):
                 storage.delete(rel)
                 deleted += 1
+                faults.reach(faults.ROLLBACK_FILE_DELETED)
             meta.success_delete_files.append(path)
         for path, size in (request.log_blocks_to_be_deleted or {}).items():
             rel = _relative(storage, path)
             written, written_size = _append_rollback_block(storage, rel, target.commit_time, rollback_time)
+            faults.reach(faults.ROLLBACK_BLOCK_WRITTEN)
             meta.rollback_log_files[_log_uri(storage, written)] = written_size
             meta.log_files_from_failed_commit[path] = int(size)
     metadata = RollbackMetadata(
@@ -226,12 +232,23 @@ def execute_rollback_requests(
     )
     # the rolled-back instant disappears before the rollback completes, as in Hudi;
     # a pending compaction or clustering keeps its plan (Hudi reverts it to requested)
-    if revert_pending_plan and keeps_plan(timeline, target.commit_time):
+    if keep_plan:
         timeline.delete_instant(target.commit_time, [State.INFLIGHT])
     else:
         timeline.delete_instant(target.commit_time)
+    faults.reach(faults.ROLLBACK_INSTANT_DELETED)
     delete_markers(storage, target.commit_time)
     return metadata
+
+
+def _unpublish(timeline: Timeline, requested_time: str) -> None:
+    """A completed instant stops being committed before any of its files go (Hudi's
+    ``revertToInflight``): a crash half-way through the rollback leaves readers the
+    state before the instant, never part of it."""
+    group = timeline.group(requested_time)
+    if group is not None and group.latest.is_completed and len(group.by_state) > 1:
+        timeline.delete_instant(requested_time, [State.COMPLETED])
+        faults.reach(faults.ROLLBACK_UNPUBLISHED)
 
 
 def keeps_plan(timeline: Timeline, requested_time: str) -> bool:

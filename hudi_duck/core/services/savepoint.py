@@ -106,11 +106,19 @@ def restore_to_savepoint(table: HudiTable, savepoint_time: str) -> RestoreMetada
         return InstantInfo(instant.requested_time, action)
 
     infos = [info(i) for i in later]
-    plan = RestorePlan(instants_to_rollback=infos, version=1)
-    with Transaction.start(timeline, Action.RESTORE, plan, instant_time=restore_time) as txn:
+    failed = _failed_restore(timeline, savepoint_time)
+    if failed is not None:
+        # a restore to the same savepoint that died half-way: finish it under its own instant
+        restore_time = failed.requested_time
+        infos = timeline.plan(restore_time).instants_to_rollback
+        txn = Transaction.resume(timeline, restore_time)
+    else:
+        txn = Transaction.start(timeline, Action.RESTORE, RestorePlan(instants_to_rollback=infos, version=1), instant_time=restore_time)
+    with txn:
         txn.begin()
         per_instant: dict[str, list[RollbackMetadata]] = {}
-        for instant, target in zip(later, infos):
+        for instant in later:
+            target = info(instant)
             rollback_plan = plan_rollback(storage, config, timeline, instant)
             per_instant[instant.requested_time] = [
                 execute_rollback_requests(
@@ -120,13 +128,28 @@ def restore_to_savepoint(table: HudiTable, savepoint_time: str) -> RestoreMetada
         metadata = RestoreMetadata(
             start_restore_time=restore_time,
             time_taken_in_millis=int((time.perf_counter() - started) * 1000),
-            instants_to_rollback=[i.requested_time for i in later],
+            instants_to_rollback=[i.commit_time for i in infos],
             hoodie_restore_metadata=per_instant,
             version=1,
             restore_instant_info=[InstantInfo(i.commit_time, i.action) for i in infos],
         )
         txn.commit(metadata)
     return metadata
+
+
+def _failed_restore(timeline, savepoint_time: str) -> Instant | None:
+    """The latest pending restore if it restores to ``savepoint_time`` (Hudi's
+    ``scheduleAndGetRestorePlan``: the savepoint is the last one before the oldest
+    instant its plan rolls back)."""
+    pending = sorted(timeline.pending([Action.RESTORE]), key=lambda i: i.requested_time)
+    if not pending:
+        return None
+    plan = timeline.plan(pending[-1].requested_time)
+    if not isinstance(plan, RestorePlan) or not plan.instants_to_rollback:
+        return None
+    oldest = plan.instants_to_rollback[-1].commit_time
+    before = [s for s in timeline.savepoints() if s < oldest]
+    return pending[-1] if before and before[-1] == savepoint_time else None
 
 
 # -- reading savepoints --------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
+from .. import faults
 from ..errors import TimelineError, UnsupportedFeatureError
 from ..write.markers import delete_markers, list_markers
 from .commit_metadata import CommitMetadata
@@ -134,8 +135,10 @@ class Transaction:
                 if action == Action.SAVEPOINT:
                     txn.instant = timeline.create_inflight(instant_time, action, _bytes(plan, timeline))
                     txn.phase = Phase.INFLIGHT
+                    faults.reach(faults.INFLIGHT_WRITTEN, action)
                 else:
                     txn.instant = timeline.create_requested(instant_time, action, _bytes(plan, timeline))
+                    faults.reach(faults.REQUESTED_WRITTEN, action)
             except TimelineError:
                 txn._stop_concurrency()
                 if chosen is not None or attempt + 1 == _INSTANT_TIME_ATTEMPTS:
@@ -198,6 +201,7 @@ class Transaction:
         self._expect(Phase.REQUESTED, "begin")
         self.instant = self.timeline.transition_to_inflight(self.instant, _bytes(profile, self.timeline))
         self.phase = Phase.INFLIGHT
+        faults.reach(faults.INFLIGHT_WRITTEN, self.action)
         return self.instant
 
     def commit(self, metadata: Any) -> Instant:
@@ -205,14 +209,18 @@ class Transaction:
         if self.phase is Phase.REQUESTED:
             self.begin()
         self._expect(Phase.INFLIGHT, "commit")
+        faults.reach(faults.DATA_FILES_WRITTEN, self.action)
         scope = self.concurrency.committing(self, metadata) if self.concurrency is not None else nullcontext()
         with scope:  # optimistic concurrency control: the lock and the conflict check
             if isinstance(metadata, CommitMetadata):
                 self._reconcile_markers(metadata)
             for participant in self.participants:
                 participant.prepare_commit(self, metadata)
+            faults.reach(faults.BEFORE_COMPLETED, self.action)
             self._publish(metadata)
+        faults.reach(faults.COMPLETED_WRITTEN, self.action)
         self._after_commit()
+        faults.reach(faults.CLEANED_UP, self.action)
         return self.instant
 
     def abort(self) -> None:

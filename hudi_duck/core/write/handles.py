@@ -63,6 +63,7 @@ from ..schema.meta_fields import (
 )
 from ..storage.storage import Storage
 from ..timeline.commit_metadata import RuntimeStats, WriteStat
+from .. import faults
 from .markers import IOType, create_marker
 
 #: Columns the writer adds to incoming records: deletes (soft or hard) and hard
@@ -341,6 +342,7 @@ def create_files(
             max_file_size=0 if file_id else None,
             preserve_meta=preserve_meta,
         )
+        faults.reach(faults.DATA_FILE_WRITTEN)
         stat = result.to_write_stat(prev_commit="null", num_inserts=result.num_writes)
         stat.runtime_stats = _runtime(start, "total_create_time")
         stats.append(stat)
@@ -406,6 +408,7 @@ def merge_file(
         max_file_size=1 << 62,
         preserve_meta=pa.array(preserve, pa.bool_()),
     )
+    faults.reach(faults.DATA_FILE_WRITTEN)
     winners = pa.array(outcome.winning_log_rows, pa.int64())
     new_keys = _keys(incoming).take(winners) if len(winners) else pa.array([], pa.string())
     updates = 0
@@ -525,6 +528,7 @@ def append_log(
     create_marker(ctx.storage, ctx.instant_time, partition_path, name, IOType.APPEND)
     payload = b"".join(blocks)
     ctx.storage.write(rel, payload)
+    faults.reach(faults.DATA_FILE_WRITTEN)
     log_files = sorted(
         info.name
         for info in ctx.storage.list(partition_path)

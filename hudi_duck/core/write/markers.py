@@ -11,6 +11,7 @@ import posixpath
 from dataclasses import dataclass
 from enum import Enum
 
+from .. import faults
 from ..config.table_config import METAFOLDER
 from ..storage.storage import Storage
 
@@ -48,6 +49,7 @@ def marker_path(instant_time: str, partition_path: str, file_name: str, io_type:
 def create_marker(storage: Storage, instant_time: str, partition_path: str, file_name: str, io_type: IOType) -> None:
     """Record the intent to write a data file; written before the file itself."""
     storage.write(marker_path(instant_time, partition_path, file_name, io_type), b"")
+    faults.reach(faults.MARKER_WRITTEN)
 
 
 def list_markers(storage: Storage, instant_time: str) -> list[Marker]:
