@@ -42,6 +42,7 @@ from ..schema.meta_fields import without_meta_fields
 from ..storage.storage import Storage, get_storage
 from ..timeline.instant import Action, Instant, normalize_instant_time
 from .fs_view import CommittedInstants
+from .integrity import check_plan_files
 from .table import HudiTable
 
 if TYPE_CHECKING:
@@ -261,18 +262,24 @@ def plan_snapshot(
     as_of: str | None = None,
     partitions: Iterable[str] | None = None,
     options: ReadOptions = ReadOptions(),
+    check_files: bool = True,
 ) -> ReadPlan:
+    """``check_files``: fail when a data file a completed commit wrote is missing or cut short
+    (inspection views list what is there instead)."""
     as_of = parse_query_time("as_of", as_of, table.base_uri)
     table.config.check_readable()
     view = table.file_system_view
     partitions = tuple(partitions) if partitions else None
     replaced = frozenset(view.replaced_file_groups(as_of))
     slices = view.latest_slices(as_of=as_of, partitions=partitions, replaced=replaced)
+    instants = view.committed_instants(until=as_of)
+    if check_files:
+        check_plan_files(view, slices, instants, replaced, partitions)
     return _plan(
         table,
         QueryType.SNAPSHOT,
         slices,
-        view.committed_instants(until=as_of),
+        instants,
         options,
         as_of=as_of,
         replaced=replaced,
@@ -292,6 +299,7 @@ def plan_read_optimized(
     partitions = tuple(partitions) if partitions else None
     replaced = frozenset(view.replaced_file_groups(as_of))
     slices = view.latest_slices(as_of=as_of, partitions=partitions, read_optimized=True, replaced=replaced)
+    check_plan_files(view, slices, view.committed_instants(until=as_of), replaced, partitions, read_logs=False)
     return _plan(table, QueryType.READ_OPTIMIZED, slices, None, options, as_of=as_of, replaced=replaced, partitions=partitions)
 
 
@@ -353,6 +361,7 @@ def plan_incremental(
             replaced=replaced,
             hidden_base_instants=hidden_bases,
         )
+        check_plan_files(view, slices, instants, replaced, file_groups=touched)
     return _plan(
         table,
         QueryType.INCREMENTAL,
