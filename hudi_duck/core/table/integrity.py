@@ -38,19 +38,20 @@ class ExpectedFile:
 
     path: str  # relative to the base path
     instant: str  # the commit that wrote it
+    commit_file: str  # the completed commit's timeline file (URI)
     min_size: int  # bytes the file holds at least (exactly, for base files)
     is_log: bool
 
 
-def _expected_of(stat: WriteStat, instant: str) -> ExpectedFile | None:
+def _expected_of(stat: WriteStat, instant: str, commit_file: str) -> ExpectedFile | None:
     path = (stat.path or "").strip("/")
     if not path:
         return None
     if stat.is_log_file:
         written = max(int(stat.file_size_in_bytes or 0), 0)
         offset = max(int(stat.log_offset or 0), 0)
-        return ExpectedFile(path, instant, offset + written, True)
-    return ExpectedFile(path, instant, max(int(stat.file_size_in_bytes or 0), 0), False)
+        return ExpectedFile(path, instant, commit_file, offset + written, True)
+    return ExpectedFile(path, instant, commit_file, max(int(stat.file_size_in_bytes or 0), 0), False)
 
 
 def _cleaned_files(view: FileSystemView) -> frozenset[str]:
@@ -87,8 +88,9 @@ def check_plan_files(
     for instant in timeline.completed_writes:
         if not instants.admits(instant.requested_time):
             continue
+        commit_file = view.storage.uri(timeline.file_of(instant))
         for partition, stat in timeline.commit_metadata(instant).iter_stats():
-            expected = _expected_of(stat, instant.requested_time)
+            expected = _expected_of(stat, instant.requested_time, commit_file)
             if expected is None:
                 continue
             partition = posixpath.dirname(expected.path)
@@ -184,4 +186,8 @@ def _listed_logs(view: FileSystemView, partition: str) -> dict:
 
 
 def _where(view: FileSystemView, expected: ExpectedFile) -> str:
-    return f"Hudi table {view.storage.uri()}: {'log' if expected.is_log else 'base'} file {view.storage.uri(expected.path)}"
+    kind = "log" if expected.is_log else "base"
+    return (
+        f"Hudi table {view.storage.uri()}: {kind} file {view.storage.uri(expected.path)} "
+        f"(named in the write stats of {expected.commit_file})"
+    )
