@@ -106,13 +106,27 @@ def test_mor_deleted_log_file(con, fresh_fixture):
     assert _python(path, "read_optimized") == 8  # read-optimized queries read no log file
 
 
-@pytest.mark.parametrize("keep", [0, 6, 600])
-def test_mor_truncated_log_file(con, fresh_fixture, keep):
+@pytest.mark.parametrize("keep", [0, 3])
+def test_mor_log_file_cut_at_a_block_boundary(con, fresh_fixture, keep):
+    """Whole blocks gone leave no corrupt block behind: the size the commit recorded tells."""
     path = fresh_fixture(MOR_V6)
     log = _one(f"{path}/city=san_francisco/.*.log.*")
     data = log.read_bytes()
     log.write_bytes(data[:keep])
     _assert_fails(con, path, log, MOR_UPDATE_COMMIT, "truncated")
+
+
+def test_mor_log_file_cut_mid_block_warns(con, fresh_fixture, caplog):
+    """A block cut short is a corrupt block: skipped with a warning as Hudi does (strict: an error)."""
+    path = fresh_fixture(MOR_V6)
+    log = _one(f"{path}/city=san_francisco/.*.log.*")
+    log.write_bytes(log.read_bytes()[:600])
+    with caplog.at_level(logging.WARNING, logger="hudi_duck"):
+        assert _python(path) == 8
+    assert any(str(log) in r.getMessage() for r in caplog.records)
+    with pytest.raises(CorruptFileError) as info:
+        hudi_duck.read_snapshot(path, strict=True).read_all()
+    assert str(log) in str(info.value)
 
 
 def test_corrupt_block_inside_a_whole_log_file_still_warns(con, fresh_fixture, caplog):

@@ -10,7 +10,8 @@ was never written:
   shows must be the base file of the slice read (or a newer one);
 * every log file a completed commit wrote into the slice read must be listed,
   and hold at least the bytes that commit appended (``logOffset`` plus
-  ``fileSizeInBytes``);
+  ``fileSizeInBytes``), unless the file ends in a corrupt block: a block cut
+  short is the log scanner's to skip and report, as Hudi's reader skips it;
 * a base file must have the size its commit recorded.
 
 Files a completed clean deleted are not expected (time travel to a cleaned
@@ -26,6 +27,7 @@ from typing import Iterable
 
 from ..errors import MissingFileError
 from ..file_group.file_slice import FileSlice
+from ..file_group.log_format import BlockType, read_log_file
 from ..file_group.naming import parse_base_file, parse_log_file
 from ..timeline.commit_metadata import WriteStat
 from ..timeline.instant import Action
@@ -165,7 +167,7 @@ def _check_log(view: FileSystemView, slice_: FileSlice | None, expected: Expecte
             if found is not None:
                 return  # listed, but in another slice of the file group
         if found is not None:
-            if found.size >= 0 and found.size < expected.min_size:
+            if 0 <= found.size < expected.min_size and not _ends_in_corrupt_block(view, expected.path):
                 raise MissingFileError(
                     f"{_where(view, expected)} has {found.size} bytes, but completed commit {expected.instant} "
                     f"wrote its log blocks up to byte {expected.min_size}: the log file is truncated and the "
@@ -178,6 +180,14 @@ def _check_log(view: FileSystemView, slice_: FileSlice | None, expected: Expecte
         f"records of that commit would be missing from the result. Restore the file from a backup, or roll back "
         f"that commit (or restore a savepoint) to repair the table"
     )
+
+
+def _ends_in_corrupt_block(view: FileSystemView, path: str) -> bool:
+    """Whether a log file cut short ends in a corrupt block: the log scanner skips and reports
+    that block (a warning, or an error when strict), as Hudi's reader skips it. A file cut at a
+    block boundary (or emptied) leaves no such trace, and its lost blocks would go unnoticed."""
+    blocks = read_log_file(view.storage.read(path), view.storage.uri(path))
+    return bool(blocks) and blocks[-1].block_type is BlockType.CORRUPT_BLOCK
 
 
 def _listed_logs(view: FileSystemView, partition: str) -> dict:

@@ -70,8 +70,9 @@ class HudiTable:
             try:
                 parse_avro_schema(avro)
                 return without_meta_fields(avro_to_arrow(avro))
-            except SchemaError as exc:
-                raise SchemaError(f"Hudi table {self.base_uri}: {self._avro_schema_origin}: {exc}") from exc
+            except (SchemaError, KeyError, TypeError, ValueError, AttributeError) as exc:
+                problem = str(exc) if isinstance(exc, SchemaError) else f"malformed Avro schema ({type(exc).__name__}: {exc})"
+                raise SchemaError(f"Hudi table {self.base_uri}: {self._avro_schema_origin}: {problem}") from exc
         schema = self._schema_from_data_file()
         if schema is None:
             raise SchemaError(f"{self.base_uri}: cannot determine the table schema (no commits, no create schema)")
