@@ -321,6 +321,25 @@ def _cache_target(root: Path) -> Target:
     return Target("merge_cache", path, read)
 
 
+def _blob_target(root: Path) -> Target:
+    """A signed plan blob of the lazy merge: a damaged one must be refused, never unpickled."""
+    import pickle
+
+    from hudi_duck.duck import cache
+
+    path = root / "plan.blob"
+    payload = pickle.dumps({"slices": [f"slice-{i}" for i in range(50)]})
+    cache.write_blob(path, "plan-token", payload, b"secret")
+
+    def read() -> object:
+        data = cache.read_blob(path, "plan-token", b"secret")
+        if data is None:
+            return "rejected"
+        return "intact" if data == payload else ("accepted", len(data))
+
+    return Target("plan_blob", path, read)
+
+
 TRIPS6 = "quickstart_trips_table/mor/avro/v6_trips_8i1u"
 TRIPS8 = "quickstart_trips_table/mor/avro/v8_trips_8i3u1d"
 ROLLBACK = "sample_table/mor/parquet/v6_nonpartitioned_rollback"
@@ -356,6 +375,7 @@ TARGETS: dict[str, Callable[[Path], Target]] = {
     "hfile": _hfile_target,
     "bloom_footer": _bloom_target,
     "merge_cache": _cache_target,
+    "plan_blob": _blob_target,
 }
 
 
