@@ -186,7 +186,11 @@ def _ends_in_corrupt_block(view: FileSystemView, path: str) -> bool:
     """Whether a log file cut short ends in a corrupt block: the log scanner skips and reports
     that block (a warning, or an error when strict), as Hudi's reader skips it. A file cut at a
     block boundary (or emptied) leaves no such trace, and its lost blocks would go unnoticed."""
-    blocks = read_log_file(view.storage.read(path), view.storage.uri(path))
+    try:
+        data = view.storage.read(path)
+    except FileNotFoundError:
+        return False  # gone since the listing
+    blocks = read_log_file(data, view.storage.uri(path))
     return bool(blocks) and blocks[-1].block_type is BlockType.CORRUPT_BLOCK
 
 
