@@ -263,12 +263,16 @@ class WriteClient:
                 exists, table = False, None
             else:
                 self.check_compatible(table)
-        else:
-            if self.storage.exists("") and any(not f.name.startswith(".") for f in self.storage.list("")) and mode == "append":
+        replace_folder = False
+        if not exists:
+            holds_files = self.storage.exists("") and any(not f.name.startswith(".") for f in self.storage.list(""))
+            if holds_files and mode == "append":
                 raise WriteError(
                     f"{self.path} exists and holds files but is not a Hudi table (no {PROPERTIES_FILE}); "
                     "write to an empty or new folder"
                 )
+            # SaveMode.Overwrite replaces the folder: its files go once the input is accepted
+            replace_folder = holds_files
             table = None
         cfg = self.effective_config(table)
         self.cfg = cfg
@@ -279,6 +283,10 @@ class WriteClient:
         self._check_fields(df, cfg, data_schema)
         is_mor = table.config.is_mor if table is not None else cfg.is_mor
         prepare.refuse_null_ordering(prepare.strip_meta_columns(df), cfg, operation, is_mor, self.path)
+        prepare.refuse_null_keys(prepare.strip_meta_columns(df), cfg, operation, self.path)
+        if replace_folder:
+            log.warning("overwrite of %s, a folder that is not a Hudi table: deleting its files", self.path)
+            self.storage.delete("", recursive=True)
         if table is None:
             config = self._new_table_config(data_schema)
             config.initialize_table(self.storage)

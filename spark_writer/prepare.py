@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from hudi_duck.core.errors import WriteError
+from hudi_duck.core.errors import KeyGeneratorError, WriteError
 from hudi_duck.core.keygen import key_generator_from_write_options
 from hudi_duck.core.merge.incoming import null_ordering_refusal
 from hudi_duck.core.schema.meta_fields import (
@@ -162,6 +162,34 @@ def refuse_null_ordering(df: DataFrame, cfg: WriteConfig, operation: str, is_mor
         f"(hoodie.datasource.write.precombine.field), e.g. {example}; {reason} "
         f"(\"Ordering value is null\"). Fill the field or drop those records; nothing was written."
     )
+
+
+def refuse_null_keys(df: DataFrame, cfg: WriteConfig, operation: str, path: str) -> None:
+    """Refuse, before an instant starts, records Hudi's key generator cannot key (a null or
+    empty record key field; for several fields, all of them): one scan of the input, keyed by the
+    core key generator, that stops at the first such record."""
+    if not cfg.record_key_fields or operation == "delete_partition":
+        return
+    options = cfg.hoodie_options()
+
+    def problems(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        generator = None
+        for batch in batches:
+            if generator is None:
+                generator = key_generator_from_write_options(options, batch.schema)
+            try:
+                generator.record_keys(batch)
+            except KeyGeneratorError as exc:
+                yield pa.RecordBatch.from_pydict({"problem": [str(exc)]})
+                return
+
+    found = df.mapInArrow(problems, T.StructType([T.StructField("problem", T.StringType())])).limit(1).collect()
+    if found:
+        fields = ",".join(cfg.record_key_fields)
+        raise WriteError(
+            f"{path}: a record has no record key in hoodie.datasource.write.recordkey.field={fields}: "
+            f"{found[0][0]} Fill the field or drop those records; nothing was written."
+        )
 
 
 def _example_key(one: DataFrame, cfg: WriteConfig) -> str:

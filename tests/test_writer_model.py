@@ -968,7 +968,7 @@ def test_incompatible_schema_changes_are_refused(small_spark, con, tmp_path):
     model = _seeded_table(small_spark, path)
     before = _before(con, path, model)
     rows = [make_row(random.Random(2), 1, 0, 9)]
-    # (int <-> string is a promotion Hudi reconciles, so the changes here are ones no reader can follow)
+    # (changes no reader can follow; tests/test_writer_input.py covers int <-> string and narrowing)
     for column, new_type in (("b", "int"), ("st", "string"), ("dec", "boolean")):
         changed = spark_frame(small_spark, rows).withColumn(column, pyspark.sql.functions.col(column).cast(new_type))
         with pytest.raises(WriteError, match=f"incompatible schema.*{column}"):

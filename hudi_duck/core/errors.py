@@ -27,6 +27,10 @@ class CorruptFileError(HudiError):
     """A file of the table cannot be decoded (truncated, wrong magic, bad Avro)."""
 
 
+class MissingFileError(CorruptFileError):
+    """A data file a completed commit wrote is missing from storage or shorter than the commit recorded."""
+
+
 class TimelineError(HudiError):
     """The timeline is inconsistent or an instant cannot be resolved."""
 

@@ -57,7 +57,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..config.write_settings import ParquetSettings
-from ..errors import SchemaError, WriteError
+from ..errors import CorruptFileError, HudiError, SchemaError, WriteError
 from ..index import bloom as _bloom
 from ..schema.avro_arrow import avro_to_arrow, parse_avro_schema
 from ..schema.evolution import align_to_schema
@@ -751,13 +751,21 @@ def read_base_file_footer(storage: Storage, rel_path: str) -> dict[str, Any]:
     ``min_record_key``, ``max_record_key``, ``avro_schema`` (str or None),
     ``num_rows``, ``metadata`` (all key-value pairs as str).
     """
-    with storage.open(rel_path, "rb") as handle:
-        meta = pq.read_metadata(handle)
+    try:
+        with storage.open(rel_path, "rb") as handle:
+            meta = pq.read_metadata(handle)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise CorruptFileError(f"base file {storage.uri(rel_path)}: cannot read its parquet footer ({exc})") from exc
     raw = meta.metadata or {}
     kv = {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in raw.items()}
     code = kv.get(_bloom.BLOOM_FILTER_TYPE_CODE_FOOTER_KEY)
     text = kv.get(_bloom.BLOOM_FILTER_FOOTER_KEY) or kv.get(_bloom.OLD_BLOOM_FILTER_FOOTER_KEY)
-    bf = _bloom.deserialize(text, code) if text else None
+    try:
+        bf = _bloom.deserialize(text, code) if text else None
+    except HudiError as exc:
+        raise type(exc)(f"base file {storage.uri(rel_path)}: bloom filter in its footer: {exc}") from exc
     return {
         "bloom_filter": bf,
         "bloom_type": (code or _bloom.SIMPLE) if bf is not None else None,

@@ -8,6 +8,7 @@ writer side encodes the same layouts.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import io
 import json
 import struct
@@ -20,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..avro import models as avro_models
-from ..errors import CorruptFileError, UnsupportedFeatureError
+from ..errors import CorruptFileError, HudiError, UnsupportedFeatureError
 from ..schema.avro_arrow import avro_to_arrow
 from ..schema.evolution import align_to_schema
 from .log_format import BlockType, LogBlock
@@ -50,6 +51,27 @@ def _arrow_schema_of(schema_json: str) -> pa.Schema:
     return avro_to_arrow(schema_json)
 
 
+def _names_block(decode):
+    """Errors decoding a block's content name its log file and offset; a foreign exception
+    (json, fastavro, pyarrow on damaged bytes) becomes a :class:`CorruptFileError`."""
+
+    @functools.wraps(decode)
+    def wrapper(block: LogBlock, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return decode(block, *args, **kwargs)
+        except HudiError as exc:
+            if not block.file_path or block.file_path in str(exc):
+                raise
+            raise CorruptFileError(f"{block.file_path}@{block.offset}: {exc}") from exc
+        except Exception as exc:
+            raise CorruptFileError(
+                f"{block.file_path}@{block.offset}: cannot decode the {block.block_type.name} of instant "
+                f"{block.instant_time} ({type(exc).__name__}: {exc})"
+            ) from exc
+
+    return wrapper
+
+
 # -- data blocks ------------------------------------------------------------------------
 
 
@@ -60,6 +82,8 @@ def avro_block_records(content: bytes, schema_json: str, source: str = "") -> li
     version, count = struct.unpack_from(">ii", content, 0)
     if version != DATA_BLOCK_VERSION:
         raise UnsupportedFeatureError(f"{source}: Avro data block version {version} (only 3 is supported)")
+    if count < 0 or count > (len(content) - 8) // 4:
+        raise CorruptFileError(f"{source}: Avro data block claims {count} records in {len(content)} bytes")
     parsed = _parsed_schema(schema_json)
     stream = io.BytesIO(content)
     stream.seek(8)
@@ -68,14 +92,19 @@ def avro_block_records(content: bytes, schema_json: str, source: str = "") -> li
         for _ in range(count):
             (length,) = struct.unpack(">i", stream.read(4))
             end = stream.tell() + length
+            if length < 0 or end > len(content):
+                raise CorruptFileError(f"{source}: Avro record length {length} runs past the block")
             records.append(fastavro.schemaless_reader(stream, parsed, None))
             if stream.tell() != end:
                 raise CorruptFileError(f"{source}: Avro record length mismatch")
     except (struct.error, EOFError, ValueError, IndexError) as exc:
         raise CorruptFileError(f"{source}: cannot decode Avro data block ({exc})") from exc
+    if stream.tell() != len(content):
+        raise CorruptFileError(f"{source}: Avro data block has {len(content) - stream.tell()} bytes after its {count} records")
     return records
 
 
+@_names_block
 def decode_data_block(block: LogBlock, target: pa.Schema) -> pa.Table:
     """Rows of a data block as an Arrow table shaped like ``target``."""
     source = f"{block.file_path}@{block.offset}"
@@ -158,6 +187,7 @@ def _unwrap(value: Any) -> tuple[Any, str | None]:
     return value, None
 
 
+@_names_block
 def decode_delete_block(block: LogBlock) -> list[DeleteRecord]:
     source = f"{block.file_path}@{block.offset}"
     content = block.content
@@ -274,6 +304,7 @@ def encode_delete_records(records: Sequence[DeleteRecord]) -> bytes:
 # -- counting ---------------------------------------------------------------------------
 
 
+@_names_block
 def block_record_count(block: LogBlock) -> int | None:
     """Records of a data block or keys of a delete block, read without decoding the records;
     ``None`` for command and corrupt blocks. Raises :class:`CorruptFileError` on malformed content."""

@@ -16,6 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..config.table_config import PROPERTIES_FILE
+from ..errors import CorruptFileError
 from ..merge.fold import LogEntry, fold_log_records, merge_with_base
 from ..merge.mode import MergeConfig
 from ..merge.ordering import JavaClass, column_class, delete_ordering, ordering_values
@@ -154,7 +156,13 @@ def _raw_block_table(block, aligned: pa.Table) -> pa.Table:
     from ..schema.avro_arrow import avro_field_names
 
     if block.block_type is BlockType.PARQUET_DATA_BLOCK:
-        names = pq.read_schema(pa.BufferReader(block.content)).names if block.content else []
+        try:
+            names = pq.read_schema(pa.BufferReader(block.content)).names if block.content else []
+        except Exception as exc:  # pyarrow raises many types on a damaged footer
+            raise CorruptFileError(
+                f"{block.file_path}@{block.offset}: cannot read the schema of the parquet data block "
+                f"of instant {block.instant_time} ({type(exc).__name__}: {exc})"
+            ) from exc
     elif block.schema:
         names = avro_field_names(block.schema)
     else:
@@ -195,7 +203,9 @@ def merge_slice_logs(ctx: SliceReadContext, slice_: FileSlice) -> SliceLogMerge:
     log_table, entries, stats, skipped = scan_log_records(ctx, slice_)
     if not entries:
         return SliceLogMerge(ctx.schema.empty_table(), [], stats, skipped)
-    ctx.merge.require_supported(ctx.storage.uri(slice_.log_files[0].path))
+    ctx.merge.require_supported(
+        f"{ctx.storage.uri(slice_.log_files[0].path)} (merge settings of {ctx.storage.uri(PROPERTIES_FILE)})"
+    )
     states = fold_log_records(entries, ctx.merge.mode, _ordering_class(ctx))
     base_keys, base_order = read_base_keys(ctx, slice_)
     outcome = merge_with_base(base_keys, base_order, states, ctx.merge.mode, ordering_field=ctx.merge.ordering_field or "")

@@ -163,8 +163,12 @@ def open_hfile(data: bytes, source: str = "") -> HFile:
     """Parse trailer, file info and all cells; callers needing the schema use this."""
     try:
         return _open_hfile(bytes(data), source)
-    except (struct.error, IndexError, ValueError, OverflowError, zlib.error) as exc:
+    except (struct.error, IndexError, ValueError, OverflowError, zlib.error, EOFError) as exc:
         raise CorruptFileError(f"{source or 'HFile'}: malformed HFile ({exc})") from exc
+    except CorruptFileError as exc:
+        if source and source not in str(exc):
+            raise CorruptFileError(f"{source}: {exc}") from exc
+        raise
 
 
 def decode_hfile_records(

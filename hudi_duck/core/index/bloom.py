@@ -720,7 +720,10 @@ def deserialize(text: str | bytes, type_code: str | None = None) -> BloomFilter:
     one hold a ``SIMPLE`` filter.
     """
     if isinstance(text, bytes):
-        text = text.decode("ascii")
+        try:
+            text = text.decode("ascii")
+        except UnicodeDecodeError as exc:
+            raise CorruptFileError(f"bloom filter string is not base64: {exc}") from exc
     try:
         raw = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as exc:

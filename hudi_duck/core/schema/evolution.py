@@ -1,7 +1,10 @@
 """Schema evolution: reading old files with a newer schema, and the schema a write may commit.
 
-Hudi allows adding nullable columns and widening types (Avro's promotion rules
-plus Hudi's extras); older files read with NULL for columns added later.
+Readers widen types by Avro's promotion rules plus Hudi's extras (numbers and
+dates read as strings); older files read with NULL for columns added later.
+Writes follow Hudi's check of incoming batches: a column's type may only change
+by Avro's promotions, and narrower incoming values are written in the table's
+type only when ``hoodie.datasource.write.reconcile.schema`` is on.
 """
 
 from __future__ import annotations
@@ -92,11 +95,55 @@ def _evolve_type(old: pa.DataType, new: pa.DataType, where: str, reconcile: bool
     if pa.types.is_map(old) and pa.types.is_map(new):
         item = _evolve_type(old.item_type, new.item_type, f"{where}.value", reconcile)
         return pa.map_(old.key_type, pa.field("value", item, nullable=old.item_field.nullable or new.item_field.nullable))
-    if is_promotion(old, new):
+    if is_write_promotion(old, new):
         return new  # widening: the table's type grows
-    if is_promotion(new, old):
-        return old  # narrower incoming values are written in the table's type
-    raise SchemaError(f"column {where}: cannot change type {old} to {new} (only widening is allowed)")
+    if reconcile and is_write_promotion(new, old):
+        return old  # reconciled: narrower incoming values are written in the table's type
+    hint = "Only Avro's promotions are allowed (int -> long -> float -> double, string <-> bytes)"
+    if is_write_promotion(new, old):
+        hint = (
+            f"The incoming type is narrower; set hoodie.datasource.write.reconcile.schema=true to write it "
+            f"as {_avro_name(old)}, or cast the column to {_avro_name(old)}"
+        )
+    raise SchemaError(
+        f"column {where}: the table's type is {_avro_name(old)} ({old}) and the incoming data's is "
+        f"{_avro_name(new)} ({new}); the table's existing values cannot be read as {_avro_name(new)}. {hint}"
+    )
+
+
+#: Promotions Avro schema resolution allows (``AvroSchemaCompatibility``): what a write may change
+#: a column's type to, as Hudi checks incoming batches against the table's schema.
+_WRITE_PROMOTIONS: dict[pa.DataType, tuple[pa.DataType, ...]] = {
+    pa.int32(): (pa.int64(), pa.float32(), pa.float64()),
+    pa.int64(): (pa.float32(), pa.float64()),
+    pa.float32(): (pa.float64(),),
+    pa.string(): (pa.binary(),),
+    pa.binary(): (pa.string(),),
+}
+
+_AVRO_NAMES = {
+    pa.int32(): "int", pa.int64(): "long", pa.float32(): "float", pa.float64(): "double",
+    pa.string(): "string", pa.binary(): "bytes", pa.bool_(): "boolean", pa.date32(): "date",
+}
+
+
+def _avro_name(dtype: pa.DataType) -> str:
+    """The Avro spelling of a column type, as Hudi's schema errors print it."""
+    if pa.types.is_decimal(dtype):
+        return f"decimal({dtype.precision},{dtype.scale})"
+    if pa.types.is_timestamp(dtype):
+        return "timestamp-micros" if dtype.unit == "us" else "timestamp-millis"
+    return _AVRO_NAMES.get(dtype, str(dtype))
+
+
+def is_write_promotion(old: pa.DataType, new: pa.DataType) -> bool:
+    """Whether a write may bring ``new`` values into a column of type ``old``: the table's
+    existing values stay readable as ``new`` under Avro's rules (decimals: wider precision and scale)."""
+    if old == new:
+        return True
+    if pa.types.is_decimal(old) and pa.types.is_decimal(new):
+        return is_promotion(old, new)
+    return new in _WRITE_PROMOTIONS.get(old, ())
 
 
 def _evolve_fields(old: list[pa.Field], new: list[pa.Field], where: str, reconcile: bool) -> list[pa.Field]:

@@ -43,6 +43,7 @@ from ..storage.storage import Storage, get_storage
 from ..timeline.instant import Action, Instant, normalize_instant_time
 from .filters import ColumnFilter, FilterSpec, parse_filters
 from .fs_view import CommittedInstants
+from .integrity import check_plan_files
 from .table import HudiTable
 
 if TYPE_CHECKING:
@@ -273,7 +274,10 @@ def plan_snapshot(
     partitions: Iterable[str] | None = None,
     options: ReadOptions = ReadOptions(),
     filters: FilterSpec = None,
+    check_files: bool = True,
 ) -> ReadPlan:
+    """``check_files``: fail when a data file a completed commit wrote is missing or cut short
+    (inspection views list what is there instead)."""
     as_of = parse_query_time("as_of", as_of, table.base_uri)
     table.config.check_readable()
     typed = _parse_filters(table, filters)
@@ -281,12 +285,15 @@ def plan_snapshot(
     partitions = tuple(partitions) if partitions else None
     replaced = frozenset(view.replaced_file_groups(as_of))
     slices = view.latest_slices(as_of=as_of, partitions=partitions, replaced=replaced)
+    instants = view.committed_instants(until=as_of)
+    if check_files:
+        check_plan_files(view, slices, instants, replaced, partitions)
     slices, skipped = _skip(table, slices, typed, latest=as_of is None)
     return _plan(
         table,
         QueryType.SNAPSHOT,
         slices,
-        view.committed_instants(until=as_of),
+        instants,
         options,
         as_of=as_of,
         replaced=replaced,
@@ -310,6 +317,7 @@ def plan_read_optimized(
     partitions = tuple(partitions) if partitions else None
     replaced = frozenset(view.replaced_file_groups(as_of))
     slices = view.latest_slices(as_of=as_of, partitions=partitions, read_optimized=True, replaced=replaced)
+    check_plan_files(view, slices, view.committed_instants(until=as_of), replaced, partitions, read_logs=False)
     slices, skipped = _skip(table, slices, typed, latest=as_of is None)
     return _plan(
         table,
@@ -388,6 +396,7 @@ def plan_incremental(
             replaced=replaced,
             hidden_base_instants=hidden_bases,
         )
+        check_plan_files(view, slices, instants, replaced, file_groups=touched)
     slices, skipped = _skip(table, slices, typed, latest=end is None)
     return _plan(
         table,

@@ -83,7 +83,9 @@ class HudiTable:
         if latest is not None:
             metadata = timeline.commit_metadata(latest)
             if metadata.schema:
+                self._avro_schema_origin = f"the schema of commit {self.storage.uri(timeline.file_of(latest))}"
                 return metadata.schema
+        self._avro_schema_origin = f"hoodie.table.create.schema of {self.storage.uri('.hoodie/hoodie.properties')}"
         return self.config.create_schema
 
     @cached_property
@@ -91,8 +93,12 @@ class HudiTable:
         """Arrow schema of the data columns (no meta columns)."""
         avro = self.avro_schema
         if avro:
-            parse_avro_schema(avro)
-            return without_meta_fields(avro_to_arrow(avro))
+            try:
+                parse_avro_schema(avro)
+                return without_meta_fields(avro_to_arrow(avro))
+            except (SchemaError, KeyError, TypeError, ValueError, AttributeError) as exc:
+                problem = str(exc) if isinstance(exc, SchemaError) else f"malformed Avro schema ({type(exc).__name__}: {exc})"
+                raise SchemaError(f"Hudi table {self.base_uri}: {self._avro_schema_origin}: {problem}") from exc
         schema = self._schema_from_data_file()
         if schema is None:
             raise SchemaError(f"{self.base_uri}: cannot determine the table schema (no commits, no create schema)")

@@ -1,0 +1,207 @@
+"""Data files completed commits wrote, checked against the file listing a read plan came from.
+
+Hudi's file system view works from the listing alone: a base file or log file
+that went missing makes it serve an older file slice (or drop the file group)
+without a word. A completed commit's write stats name every file it wrote and
+its size, so a reader can tell a file that is gone or cut short from one that
+was never written:
+
+* the newest base file a completed commit wrote for a file group the read
+  shows must be the base file of the slice read (or a newer one);
+* every log file a completed commit wrote into the slice read must be listed,
+  and hold at least the bytes that commit appended (``logOffset`` plus
+  ``fileSizeInBytes``), unless the file ends in a corrupt block: a block cut
+  short is the log scanner's to skip and report, as Hudi's reader skips it;
+* a base file must have the size its commit recorded.
+
+Files a completed clean deleted are not expected (time travel to a cleaned
+slice reads what is left, as Hudi does). Corrupt blocks *inside* a log file are
+the log scanner's concern (skipped with a warning, or an error when strict).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from typing import Iterable
+
+from ..errors import MissingFileError
+from ..file_group.file_slice import FileSlice
+from ..file_group.log_format import BlockType, read_log_file
+from ..file_group.naming import parse_base_file, parse_log_file
+from ..timeline.commit_metadata import WriteStat
+from ..timeline.instant import Action
+from .fs_view import CommittedInstants, FileSystemView
+
+
+@dataclass(frozen=True)
+class ExpectedFile:
+    """A data file one completed commit wrote, as its write stat records it."""
+
+    path: str  # relative to the base path
+    instant: str  # the commit that wrote it
+    commit_file: str  # the completed commit's timeline file (URI)
+    min_size: int  # bytes the file holds at least (exactly, for base files)
+    is_log: bool
+
+
+def _expected_of(stat: WriteStat, instant: str, commit_file: str) -> ExpectedFile | None:
+    path = (stat.path or "").strip("/")
+    if not path:
+        return None
+    if stat.is_log_file:
+        written = max(int(stat.file_size_in_bytes or 0), 0)
+        offset = max(int(stat.log_offset or 0), 0)
+        return ExpectedFile(path, instant, commit_file, offset + written, True)
+    return ExpectedFile(path, instant, commit_file, max(int(stat.file_size_in_bytes or 0), 0), False)
+
+
+def _cleaned_files(view: FileSystemView) -> frozenset[str]:
+    """Paths of the files completed cleans deleted (relative to the base path)."""
+    timeline = view.timeline
+    out: set[str] = set()
+    for instant in timeline.completed([Action.CLEAN]):
+        metadata = timeline.payload(instant)
+        for partition, meta in (getattr(metadata, "partition_metadata", None) or {}).items():
+            for name in meta.success_delete_files or ():
+                base = posixpath.basename(name)
+                out.add(posixpath.join(partition, base) if partition else base)
+    return frozenset(out)
+
+
+def check_plan_files(
+    view: FileSystemView,
+    slices: Iterable[FileSlice],
+    instants: CommittedInstants,
+    replaced: Iterable[tuple[str, str]],
+    partitions: Iterable[str] | None = None,
+    file_groups: Iterable[tuple[str, str]] | None = None,
+    read_logs: bool = True,
+) -> None:
+    """Raise :class:`MissingFileError` when a data file a completed commit (that ``instants``
+    admits) wrote for the slices read is missing from the listing or shorter than recorded."""
+    timeline = view.timeline
+    chosen = {s.file_group_id: s for s in slices}
+    replaced_set = set(replaced)
+    wanted_partitions = set(partitions) if partitions is not None else None
+    wanted_groups = set(file_groups) if file_groups is not None else None
+    newest_base: dict[tuple[str, str], ExpectedFile] = {}
+    logs: list[tuple[tuple[str, str], ExpectedFile]] = []
+    for instant in timeline.completed_writes:
+        if not instants.admits(instant.requested_time):
+            continue
+        commit_file = view.storage.uri(timeline.file_of(instant))
+        for partition, stat in timeline.commit_metadata(instant).iter_stats():
+            expected = _expected_of(stat, instant.requested_time, commit_file)
+            if expected is None:
+                continue
+            partition = posixpath.dirname(expected.path)
+            name = posixpath.basename(expected.path)
+            parsed = parse_log_file(partition, name) if expected.is_log else parse_base_file(partition, name)
+            if parsed is None:
+                continue
+            group = (partition, parsed.file_id)
+            if group in replaced_set:
+                continue
+            if wanted_partitions is not None and partition not in wanted_partitions:
+                continue
+            if wanted_groups is not None and group not in wanted_groups:
+                continue
+            if expected.is_log:
+                logs.append((group, expected))
+            elif group not in newest_base or parsed.instant_time >= _instant_of(newest_base[group]):
+                newest_base[group] = expected
+    if not newest_base and not logs:
+        return
+    cleaned = _cleaned_files(view)
+    for group, expected in sorted(newest_base.items()):
+        _check_base(view, chosen.get(group), expected, cleaned)
+    if read_logs:
+        for group, expected in logs:
+            _check_log(view, chosen.get(group), expected, cleaned)
+
+
+def _instant_of(expected: ExpectedFile) -> str:
+    parsed = parse_base_file(posixpath.dirname(expected.path), posixpath.basename(expected.path))
+    return parsed.instant_time if parsed else expected.instant
+
+
+def _check_base(view: FileSystemView, slice_: FileSlice | None, expected: ExpectedFile, cleaned: frozenset[str]) -> None:
+    if expected.path in cleaned:
+        return
+    base = slice_.base_file if slice_ is not None else None
+    if base is not None and base.path == expected.path:
+        if expected.min_size and base.size and base.size != expected.min_size:
+            raise MissingFileError(
+                f"{_where(view, expected)} has {base.size} bytes, but commit {expected.instant} wrote "
+                f"{expected.min_size}: the base file is damaged. Restore it from a backup, or roll back "
+                f"that commit (or restore a savepoint) to repair the table"
+            )
+        return
+    if base is not None and base.instant_time > _instant_of(expected):
+        return  # a newer base file (e.g. of a commit the read does not see the write stats of)
+    raise MissingFileError(
+        f"{_where(view, expected)}, the base file completed commit {expected.instant} wrote, is missing: "
+        f"reading without it would serve an older version of its file group or drop its rows. "
+        f"Restore the file from a backup, or roll back that commit (or restore a savepoint) to repair the table"
+    )
+
+
+def _check_log(view: FileSystemView, slice_: FileSlice | None, expected: ExpectedFile, cleaned: frozenset[str]) -> None:
+    if expected.path in cleaned:
+        return
+    name = posixpath.basename(expected.path)
+    log = parse_log_file(posixpath.dirname(expected.path), name)
+    if log is None:
+        return
+    if slice_ is None:
+        if expected.path in _listed_logs(view, posixpath.dirname(expected.path)):
+            return  # listed, but in a slice the read does not show
+    elif log.instant_time < slice_.base_instant_time:
+        return  # the log of an older slice (compacted since)
+    else:
+        listed = {l.path: l for l in slice_.log_files}
+        found = listed.get(expected.path)
+        if found is None:
+            found = _listed_logs(view, posixpath.dirname(expected.path)).get(expected.path)
+            if found is not None:
+                return  # listed, but in another slice of the file group
+        if found is not None:
+            if 0 <= found.size < expected.min_size and not _ends_in_corrupt_block(view, expected.path):
+                raise MissingFileError(
+                    f"{_where(view, expected)} has {found.size} bytes, but completed commit {expected.instant} "
+                    f"wrote its log blocks up to byte {expected.min_size}: the log file is truncated and the "
+                    f"records of that commit would be missing. Restore the file from a backup, or roll back that "
+                    f"commit (or restore a savepoint) to repair the table"
+                )
+            return
+    raise MissingFileError(
+        f"{_where(view, expected)}, a log file completed commit {expected.instant} wrote, is missing: the "
+        f"records of that commit would be missing from the result. Restore the file from a backup, or roll back "
+        f"that commit (or restore a savepoint) to repair the table"
+    )
+
+
+def _ends_in_corrupt_block(view: FileSystemView, path: str) -> bool:
+    """Whether a log file cut short ends in a corrupt block: the log scanner skips and reports
+    that block (a warning, or an error when strict), as Hudi's reader skips it. A file cut at a
+    block boundary (or emptied) leaves no such trace, and its lost blocks would go unnoticed."""
+    try:
+        data = view.storage.read(path)
+    except FileNotFoundError:
+        return False  # gone since the listing
+    blocks = read_log_file(data, view.storage.uri(path))
+    return bool(blocks) and blocks[-1].block_type is BlockType.CORRUPT_BLOCK
+
+
+def _listed_logs(view: FileSystemView, partition: str) -> dict:
+    _bases, logs = view.list_partition(partition)
+    return {l.path: l for l in logs}
+
+
+def _where(view: FileSystemView, expected: ExpectedFile) -> str:
+    kind = "log" if expected.is_log else "base"
+    return (
+        f"Hudi table {view.storage.uri()}: {kind} file {view.storage.uri(expected.path)} "
+        f"(named in the write stats of {expected.commit_file})"
+    )
