@@ -204,8 +204,13 @@ class Storage:
         parent = posixpath.dirname(rel)
         if parent:
             self.makedirs(parent)
-        with self.fs.open(self.abs(rel), "wb") as handle:
-            handle.write(data)
+        try:
+            with self.fs.open(self.abs(rel), "wb") as handle:
+                handle.write(data)
+        except FileNotFoundError as exc:
+            if not self.is_object_store:
+                raise
+            raise HudiError(f"cannot write {self.uri(rel)}: {exc} (does the bucket exist?)") from exc
 
     def write_if_absent(self, rel: str, data: bytes) -> bool:
         """Create ``rel`` with ``data`` unless it exists; report whether it did.
