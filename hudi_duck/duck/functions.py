@@ -54,6 +54,8 @@ class _Planner:
         if path is None:
             raise HudiError(f"{kind or 'hudi'}: the table path is NULL")
         options = self._options_for(path)
+        if kind in ("snapshot", "read_optimized", "incremental"):
+            self.reads.prepare(get_storage(path, options))
         with self.lock:
             if kind in ("snapshot", "read_optimized", "incremental"):
                 return plan_sql(kind, path, first, second, options, values_from_path is not False)
