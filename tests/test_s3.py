@@ -8,7 +8,6 @@ Python API, and hudi-rs as the oracle. The table is also copied to local disk an
 
 from __future__ import annotations
 
-import os
 import random
 from collections import Counter
 from typing import Any
@@ -36,7 +35,7 @@ COLUMNS = ["_hoodie_record_key", "_hoodie_partition_path", "id", "p", "ts", "v"]
 
 
 @pytest.fixture(scope="module")
-def s3(tmp_path_factory) -> dict[str, Any]:
+def s3() -> dict[str, Any]:
     """One moto S3 server for the module: its s3fs options (the only way to reach it)."""
     with pytest.MonkeyPatch.context() as env:
         for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
