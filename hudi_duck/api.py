@@ -18,10 +18,14 @@ from .duck.planner import make_plan, render_plan
 from .duck.sql import quote_ident
 
 
-def _execute(sql: str, columns: Sequence[str] | None, filter_sql: str | None, filesystems: list[Any] | None) -> pa.RecordBatchReader:
+def _execute(
+    sql: str, columns: Sequence[str] | None, filter_sql: str | None, table: HudiTable, filesystems: list[Any] | None
+) -> pa.RecordBatchReader:
     from .duck import connect
+    from .duck.object_store import ReadStorage
 
     con = connect(filesystems=filesystems)
+    ReadStorage(con).prepare(table.storage)
     projection = ", ".join(quote_ident(c) for c in columns) if columns else "*"
     where = f" WHERE {filter_sql}" if filter_sql else ""
     query = f"SELECT {projection} FROM ({sql}){where}"
@@ -92,7 +96,7 @@ class HudiTableReader:
 
     def _read(self, kind: str, first: str | None, second: str | None, columns, filter, filters) -> pa.RecordBatchReader:
         sql = render_plan(self.plan(kind, first, second, filters))
-        return _execute(sql, columns, filter, self.filesystems)
+        return _execute(sql, columns, filter, self.table, self.filesystems)
 
     def snapshot(
         self,

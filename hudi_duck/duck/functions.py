@@ -10,8 +10,10 @@ from typing import Any
 import duckdb
 
 from ..core.errors import HudiError
+from ..core.storage.storage import get_storage, options_for
 from . import inspect as inspection
 from . import lazy
+from .object_store import ReadStorage
 from .planner import plan_sql
 
 PLAN_FUNCTION = "hudi_duck_plan"
@@ -44,8 +46,9 @@ def _macro_sql() -> str:
 class _Planner:
     """The Python side of ``hudi_duck_plan``: returns SQL for one call."""
 
-    def __init__(self, storage_options: dict[str, Any] | None):
+    def __init__(self, storage_options: dict[str, Any] | None, reads: ReadStorage):
         self.storage_options = storage_options or {}
+        self.reads = reads
         self.lock = threading.Lock()
 
     def __call__(
@@ -67,6 +70,8 @@ class _Planner:
             raise HudiError(f"{kind or 'hudi'}: the table path is NULL")
         options = self._options_for(path)
         use_metadata = metadata_enable is not False
+        if kind in ("snapshot", "read_optimized", "incremental"):
+            self.reads.prepare(get_storage(path, options))
         with self.lock:
             if kind in ("snapshot", "read_optimized", "incremental"):
                 return plan_sql(kind, path, first, second, options, values_from_path is not False, metadata_enable=use_metadata)
@@ -91,6 +96,7 @@ class _Planner:
         if kind not in ("snapshot", "read_optimized", "incremental"):
             raise HudiError(f"unknown Hudi read kind {kind!r}")
         options = self._options_for(path)
+        self.reads.prepare(get_storage(path, options))
         with self.lock:
             return plan_sql(
                 kind,
@@ -105,11 +111,7 @@ class _Planner:
             )
 
     def _options_for(self, path: str) -> dict[str, Any]:
-        protocol = path.split("://", 1)[0] if "://" in path else "file"
-        opts = self.storage_options.get(protocol)
-        if isinstance(opts, dict):
-            return opts
-        return {k: v for k, v in self.storage_options.items() if not isinstance(v, dict)}
+        return options_for(self.storage_options, path)
 
 
 def register(
@@ -122,14 +124,15 @@ def register(
     (``hudi_timeline``, ``hudi_commits``, ``hudi_log_blocks`` ...; see README).
 
     ``storage_options`` are fsspec options (per protocol, e.g. ``{"s3": {...}}``,
-    or flat). ``filesystems`` are fsspec filesystem instances DuckDB should read
-    through (for protocols DuckDB cannot read natively, e.g. ``memory://``).
+    or flat): the planner opens tables with them and DuckDB reads the tables' files
+    with the same ones (``object_store``). ``filesystems`` are fsspec filesystem
+    instances DuckDB should read through instead (e.g. a ``memory://`` filesystem).
     """
     for fs in filesystems or []:
         con.register_filesystem(fs)
     if lazy.PROTOCOL not in con.list_filesystems():
         con.register_filesystem(lazy.LazySliceFileSystem())
-    planner = _Planner(storage_options)
+    planner = _Planner(storage_options, ReadStorage(con))
     for name in (PLAN_FUNCTION, INSPECT_FUNCTION, READ_FUNCTION, lazy.KEEP_FUNCTION):
         try:
             con.remove_function(name)

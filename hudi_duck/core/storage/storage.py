@@ -3,6 +3,13 @@
 A :class:`Storage` is rooted at a table's base path and speaks in paths
 relative to it, the way Hudi's timeline and file names do. Local paths and any
 fsspec URL (``s3://``, ``gs://``, ``memory://``, ...) work the same.
+
+Storage options are fsspec's, either for one filesystem (``{"key": ..., "endpoint_url": ...}``)
+or per protocol (``{"s3": {...}, "gs": {...}}``); :func:`options_for` picks a URL's.
+
+Object stores have no directories and no atomic rename, but a single PUT replaces an object
+whole and a LIST after a write sees it: so files are written with one put, no folder is
+created, and listings are never served from a cache another process's writes make stale.
 """
 
 from __future__ import annotations
@@ -20,6 +27,42 @@ from ..errors import HudiError, TableNotFoundError
 
 #: suffix of the temporary files atomic writes publish from
 TEMPORARY_SUFFIX = ".tmp"
+
+#: Protocols of object stores: one PUT writes an object whole; rename is copy + delete.
+OBJECT_STORE_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az"})
+
+
+def url_protocol(url: str) -> str:
+    """The protocol of a URL (``file`` for a local path)."""
+    url = str(url)
+    return url.split("://", 1)[0].lower() if "://" in url else "file"
+
+
+def _protocol_aliases(protocol: str) -> tuple[str, ...]:
+    """Every name the filesystem of ``protocol`` answers to (``s3a`` -> ``s3``, ``s3a``)."""
+    try:
+        names = fsspec.get_filesystem_class(protocol).protocol
+    except (ValueError, ImportError):
+        return (protocol,)
+    names = (names,) if isinstance(names, str) else tuple(names)
+    return (protocol,) + tuple(n for n in names if n != protocol)
+
+
+def _is_per_protocol(storage_options: dict[str, Any]) -> bool:
+    known = set(fsspec.available_protocols()) | {"file", "local"}
+    return bool(storage_options) and all(k in known and isinstance(v, dict) for k, v in storage_options.items())
+
+
+def options_for(storage_options: dict[str, Any] | None, url: str) -> dict[str, Any]:
+    """The fsspec options of ``url``'s filesystem: the entry of its protocol (or an alias of it)
+    when the options are given per protocol, else all of them."""
+    options = dict(storage_options or {})
+    if not _is_per_protocol(options):
+        return options
+    for name in _protocol_aliases(url_protocol(url)):
+        if name in options:
+            return dict(options[name])
+    return {}
 
 
 @dataclass(frozen=True)
@@ -58,7 +101,10 @@ class Storage:
         if "://" not in base_uri:
             base_uri = os.path.abspath(os.path.expanduser(base_uri))
         self.base_uri = base_uri.rstrip("/") or "/"
-        self.storage_options = dict(storage_options or {})
+        self.storage_options = options_for(storage_options, self.base_uri)
+        if url_protocol(self.base_uri) in OBJECT_STORE_PROTOCOLS:
+            # another process (a Spark executor, another writer) adds files: list them fresh
+            self.storage_options.setdefault("use_listings_cache", False)
         self.fs, root = url_to_fs(self.base_uri, **self.storage_options)
         self.root = root.rstrip("/") if root not in ("/", "") else root
         protocol = self.fs.protocol
@@ -68,6 +114,11 @@ class Storage:
     @property
     def is_local(self) -> bool:
         return self.protocol in ("file", "local")
+
+    @property
+    def is_object_store(self) -> bool:
+        """An object store: no directories, no atomic rename, whole objects on a single put."""
+        return self.protocol in OBJECT_STORE_PROTOCOLS
 
     def abs(self, rel: str = "") -> str:
         """Filesystem path (without protocol) of ``rel``."""
@@ -148,14 +199,21 @@ class Storage:
 
     # -- writes ------------------------------------------------------------
     def makedirs(self, rel: str) -> None:
+        if self.is_object_store:
+            return  # folders exist through their objects (and a bucket is never created here)
         self.fs.makedirs(self.abs(rel), exist_ok=True)
 
     def write(self, rel: str, data: bytes) -> None:
         parent = posixpath.dirname(rel)
         if parent:
             self.makedirs(parent)
-        with self.fs.open(self.abs(rel), "wb") as handle:
-            handle.write(data)
+        try:
+            with self.fs.open(self.abs(rel), "wb") as handle:
+                handle.write(data)
+        except FileNotFoundError as exc:
+            if not self.is_object_store:
+                raise
+            raise HudiError(f"cannot write {self.uri(rel)}: {exc} (does the bucket exist?)") from exc
 
     def write_if_absent(self, rel: str, data: bytes) -> bool:
         """Create ``rel`` with ``data`` unless it exists; report whether it did.
@@ -250,4 +308,4 @@ def get_storage(base_uri: str, storage_options: dict[str, Any] | None = None) ->
         raise HudiError(f"cannot open storage for {base_uri!r}: {exc}") from exc
 
 
-__all__ = ["FileInfo", "Storage", "get_storage", "fsspec"]
+__all__ = ["FileInfo", "Storage", "get_storage", "options_for", "url_protocol", "OBJECT_STORE_PROTOCOLS", "fsspec"]

@@ -204,12 +204,15 @@ class TaskInfo:
 
 
 def ensure_partition_metadata(ctx: WriteContext, partition_path: str, task: TaskInfo) -> None:
-    """Write ``.hoodie_partition_metadata`` once per partition (temp file, then rename)."""
+    """Write ``.hoodie_partition_metadata`` once per partition (temp file, then rename; one put on an object store)."""
     storage = ctx.storage
     target = posixpath.join(partition_path, PARTITION_METAFILE) if partition_path else PARTITION_METAFILE
     if storage.exists(target):
         return
     text = partition_metafile_text(ctx.instant_time, partition_depth(partition_path)).encode("utf-8")
+    if storage.is_object_store:  # one put writes the object whole; a rename would be copy + delete
+        storage.write(target, text)
+        return
     temp = f"{target}_{task.partition_id}"
     storage.write(temp, text)
     try:
