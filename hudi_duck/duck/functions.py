@@ -12,6 +12,7 @@ import duckdb
 from ..core.errors import HudiError
 from . import inspect as inspection
 from . import lazy
+from .avro import register_duckdb_avro
 from .planner import plan_sql
 
 PLAN_FUNCTION = "hudi_duck_plan"
@@ -97,6 +98,7 @@ def register(
     or flat). ``filesystems`` are fsspec filesystem instances DuckDB should read
     through (for protocols DuckDB cannot read natively, e.g. ``memory://``).
     """
+    register_duckdb_avro()
     for fs in filesystems or []:
         con.register_filesystem(fs)
     if lazy.PROTOCOL not in con.list_filesystems():

@@ -23,6 +23,7 @@ from ..avro import models as avro_models
 from ..errors import CorruptFileError, UnsupportedFeatureError
 from ..schema.avro_arrow import avro_to_arrow
 from ..schema.evolution import align_to_schema
+from .avro_decoder import decode_framed
 from .log_format import BlockType, LogBlock
 
 DATA_BLOCK_VERSION = 3
@@ -53,13 +54,19 @@ def _arrow_schema_of(schema_json: str) -> pa.Schema:
 # -- data blocks ------------------------------------------------------------------------
 
 
-def avro_block_records(content: bytes, schema_json: str, source: str = "") -> list[dict[str, Any]]:
-    """Decode the length-prefixed Avro records of an Avro data block."""
+def _avro_block_count(content: bytes, source: str) -> int:
+    """The record count of an Avro data block (after checking its version)."""
     if len(content) < 8:
         raise CorruptFileError(f"{source}: Avro data block too short")
     version, count = struct.unpack_from(">ii", content, 0)
     if version != DATA_BLOCK_VERSION:
         raise UnsupportedFeatureError(f"{source}: Avro data block version {version} (only 3 is supported)")
+    return count
+
+
+def avro_block_records(content: bytes, schema_json: str, source: str = "") -> list[dict[str, Any]]:
+    """Decode the length-prefixed Avro records of an Avro data block."""
+    count = _avro_block_count(content, source)
     parsed = _parsed_schema(schema_json)
     stream = io.BytesIO(content)
     stream.seek(8)
@@ -76,6 +83,17 @@ def avro_block_records(content: bytes, schema_json: str, source: str = "") -> li
     return records
 
 
+def avro_block_table(content: bytes, schema_json: str, source: str = "") -> pa.Table:
+    """The records of an Avro data block as Arrow (in the writer schema's Arrow form), decoded in
+    compiled code when a compiled Avro reader is installed (``avro_decoder``)."""
+    count = _avro_block_count(content, source)
+    schema = _arrow_schema_of(schema_json)
+    table = decode_framed(content, count, schema_json, schema, source)
+    if table is not None:
+        return table
+    return pa.Table.from_pylist(avro_block_records(content, schema_json, source), schema=schema)
+
+
 def decode_data_block(block: LogBlock, target: pa.Schema) -> pa.Table:
     """Rows of a data block as an Arrow table shaped like ``target``."""
     source = f"{block.file_path}@{block.offset}"
@@ -83,8 +101,7 @@ def decode_data_block(block: LogBlock, target: pa.Schema) -> pa.Table:
     if block.block_type is BlockType.AVRO_DATA_BLOCK:
         if not schema_json:
             raise CorruptFileError(f"{source}: Avro data block without a SCHEMA header")
-        records = avro_block_records(block.content, schema_json, source)
-        table = pa.Table.from_pylist(records, schema=_arrow_schema_of(schema_json))
+        table = avro_block_table(block.content, schema_json, source)
     elif block.block_type is BlockType.PARQUET_DATA_BLOCK:
         if not block.content:
             return target.empty_table()
