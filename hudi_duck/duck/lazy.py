@@ -45,7 +45,8 @@ from fsspec import AbstractFileSystem
 from ..core.errors import HudiError
 from ..core.file_group.file_slice import FileSlice
 from ..core.file_group.log_scanner import SkippedBlock, report_skipped_blocks
-from ..core.file_group.reader import SliceLogMerge, SliceReadContext, corrupt_blocks, merge_slice_logs
+from ..core.file_group.reader import SliceLogMerge, SliceReadContext, corrupt_blocks
+from .merge import merge_slice_logs
 from ..core.table.read_plan import ReadPlan, digest_of
 from . import cache, progress as progress_line
 from .progress import MergeProgress, clear_line
