@@ -15,19 +15,21 @@ import pytest
 
 from hudi_duck.core.errors import CorruptFileError
 from hudi_duck.core.file_group.avro_decoder import compiled_reader, decode_framed
-from hudi_duck.core.file_group.log_blocks import avro_block_table, decode_data_block, encode_avro_records
+from hudi_duck.core.file_group.log_blocks import COMPILED_MIN_RECORDS, avro_block_table, decode_data_block, encode_avro_records
 from hudi_duck.core.file_group.log_format import BlockType, HeaderKey, LogBlock, read_log_file
 
 UTC = _dt.timezone.utc
 
 
 def _compiled(content: bytes, schema_json: str, source: str) -> pa.Table:
-    """The compiled reader's table itself (never the fallback)."""
+    """The compiled reader's table itself (never the fallback), or fastavro's when it is chosen."""
     table = avro_block_table(content, schema_json, source)
+    if os.environ.get("HUDI_DUCK_AVRO_DECODER") == "fastavro":
+        return table
     count = struct.unpack_from(">i", content, 4)[0]
-    if os.environ.get("HUDI_DUCK_AVRO_DECODER") != "fastavro":
-        assert decode_framed(content, count, schema_json, table.schema, source) is not None, source
-    return table
+    framed = decode_framed(content, count, schema_json, table.schema, source)
+    assert framed is not None, source
+    return framed
 
 
 def _both(monkeypatch, decode):
@@ -169,28 +171,30 @@ def test_schema_evolution_across_blocks_decodes_the_same(monkeypatch):
         {"name": "id", "type": "long"}, {"name": "v", "type": ["null", "double"], "default": None},
         {"name": "added", "type": ["null", "string"], "default": None}]}
     target = pa.schema([("id", pa.int64()), ("v", pa.float64()), ("added", pa.string())])
-    blocks = [_block(old, [{"id": i, "v": i / 2} for i in range(50)]),
-              _block(new, [{"id": 2**40 + i, "v": None, "added": "a"} for i in range(50)], "002")]
+    n = COMPILED_MIN_RECORDS
+    blocks = [_block(old, [{"id": i, "v": i / 2} for i in range(n)]),
+              _block(new, [{"id": 2**40 + i, "v": None, "added": "a"} for i in range(n)], "002")]
     fast, slow = _both(monkeypatch, lambda: pa.concat_tables([decode_data_block(b, target) for b in blocks]))
-    assert fast.equals(slow) and fast.num_rows == 100
+    assert fast.equals(slow) and fast.num_rows == 2 * n
 
 
-def _simple_content() -> tuple[bytes, str]:
+def _simple_content(n: int = 3) -> tuple[bytes, str]:
     schema = json.dumps({"type": "record", "name": "r", "fields": [{"name": "s", "type": "string"}]})
-    return encode_avro_records([{"s": "abc"}, {"s": "defg"}, {"s": "h"}], schema), schema
+    return encode_avro_records([{"s": "abc" * (i % 3)} for i in range(n)], schema), schema
 
 
 def test_corrupt_length_prefix_names_the_block():
-    content, schema = _simple_content()
+    content, schema = _simple_content(COMPILED_MIN_RECORDS)
     bad = bytearray(content)
     bad[8:12] = struct.pack(">i", 5)  # the first record claims one byte more than it has
     with pytest.raises(CorruptFileError, match="mem.log@7"):
         avro_block_table(bytes(bad), schema, "mem.log@7")
 
 
+@pytest.mark.parametrize("records", [3, COMPILED_MIN_RECORDS])
 @pytest.mark.parametrize("damage", ["truncated", "count", "garbage"])
-def test_damaged_blocks_raise_corrupt_file_errors(damage):
-    content, schema = _simple_content()
+def test_damaged_blocks_raise_corrupt_file_errors(damage, records):
+    content, schema = _simple_content(records)
     if damage == "truncated":
         bad = content[:-2]
     elif damage == "count":

@@ -14,7 +14,8 @@ Readers, best first: one an engine registers (:func:`register_decoder`; the
 DuckDB layer registers DuckDB's ``avro`` extension when it loads without a
 download), then the ``datafusion`` package (the ``fast`` extra), then
 ``fastavro`` record by record, with one log line saying how to get a faster
-one. Results are the same Arrow table on every path (cast to the schema
+one. Small blocks (``log_blocks.COMPILED_MIN_RECORDS``) are decoded record by
+record anyway: starting the compiled reader costs more. Results are the same Arrow table on every path (cast to the schema
 ``avro_arrow`` derives from the writer schema).
 """
 

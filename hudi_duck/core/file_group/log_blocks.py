@@ -30,6 +30,8 @@ DATA_BLOCK_VERSION = 3
 DELETE_BLOCK_VERSION = 3
 
 _EPOCH = _dt.date(1970, 1, 1)
+#: Blocks with fewer records are decoded record by record: cheaper than starting a compiled reader.
+COMPILED_MIN_RECORDS = 256
 
 
 @dataclass(frozen=True)
@@ -88,9 +90,10 @@ def avro_block_table(content: bytes, schema_json: str, source: str = "") -> pa.T
     compiled code when a compiled Avro reader is installed (``avro_decoder``)."""
     count = _avro_block_count(content, source)
     schema = _arrow_schema_of(schema_json)
-    table = decode_framed(content, count, schema_json, schema, source)
-    if table is not None:
-        return table
+    if count >= COMPILED_MIN_RECORDS:
+        table = decode_framed(content, count, schema_json, schema, source)
+        if table is not None:
+            return table
     return pa.Table.from_pylist(avro_block_records(content, schema_json, source), schema=schema)
 
 
