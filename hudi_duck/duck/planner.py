@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 from ..core.table.read_plan import (
@@ -14,10 +18,12 @@ from ..core.table.read_plan import (
     plan_read_optimized,
     plan_snapshot,
 )
+from ..core.storage.storage import Storage, get_storage
 from ..core.table.table import HudiTable
 from .sql import SqlRenderer
 
 log = logging.getLogger("hudi_duck")
+HOODIE_DIR = ".hoodie"
 
 
 def make_plan(
@@ -57,6 +63,80 @@ def render_plan(plan: ReadPlan) -> str:
     return sql
 
 
+@dataclass(frozen=True)
+class _PlanKey:
+    """A query's arguments; its plan is reused while the table's timeline stays the same."""
+
+    kind: str
+    path: str
+    first: str | None
+    second: str | None
+    storage_options: str
+    read_options: ReadOptions
+
+
+@dataclass(frozen=True)
+class _CachedPlan:
+    timeline_state: tuple
+    plan: ReadPlan
+
+
+_PLANS: "OrderedDict[_PlanKey, _CachedPlan]" = OrderedDict()
+_PLANS_LOCK = threading.Lock()
+MAX_CACHED_PLANS = 64
+
+
+def _timeline_state(storage: Storage) -> tuple:
+    """What a plan depends on besides the files it names: the entries of ``.hoodie`` (timeline
+    files, ``hoodie.properties``) and of the version 8+ timeline folder, with sizes and times.
+
+    Every change of which files a query reads goes through the timeline: a write,
+    rollback, clean, compaction or clustering adds or changes instant files."""
+    entries = storage.list(HOODIE_DIR)
+    state = [(e.name, e.size, e.mtime) for e in entries]
+    for folder in ("timeline",):
+        if any(e.is_dir and e.name == folder for e in entries):
+            state.extend((f"{folder}/{e.name}", e.size, e.mtime) for e in storage.list(f"{HOODIE_DIR}/{folder}"))
+    return tuple(state)
+
+
+def _logs_unchanged(plan: ReadPlan, storage: Storage) -> bool:
+    """The log files a cached plan merges still have the sizes it planned with."""
+    for slice_ in plan.slices_with_logs:
+        for log_file in slice_.log_files:
+            try:
+                size = os.stat(storage.abs(log_file.path)).st_size if storage.is_local else storage.size(log_file.path)
+            except OSError:
+                return False
+            if size != log_file.size:
+                return False
+    return True
+
+
+def cached_plan(key: _PlanKey, options: dict[str, Any]) -> ReadPlan:
+    """The plan of a query, reused while the table's timeline (and its log files) are unchanged."""
+    storage = get_storage(key.path, options)
+    state = _timeline_state(storage)
+    with _PLANS_LOCK:
+        cached = _PLANS.get(key)
+        if cached is not None:
+            _PLANS.move_to_end(key)
+    if cached is not None and cached.timeline_state == state and _logs_unchanged(cached.plan, storage):
+        return cached.plan
+    plan = make_plan(key.kind, HudiTable(key.path, options), key.first, key.second, key.read_options)
+    with _PLANS_LOCK:
+        _PLANS[key] = _CachedPlan(state, plan)
+        _PLANS.move_to_end(key)
+        while len(_PLANS) > MAX_CACHED_PLANS:
+            _PLANS.popitem(last=False)
+    return plan
+
+
+def clear_plan_cache() -> None:
+    with _PLANS_LOCK:
+        _PLANS.clear()
+
+
 def plan_sql(
     kind: str,
     path: str,
@@ -69,6 +149,6 @@ def plan_sql(
     """SQL of ``hudi_<kind>(path, ...)``; ``options`` are the storage options, ``values_from_path``
     Hudi's ``hoodie.datasource.read.extract.partition.values.from.path``."""
     check_times(kind, path, first, second)
-    table = HudiTable(path, options)
     read_options = ReadOptions(extract_partition_values_from_path=values_from_path, strict=strict)
-    return render_plan(make_plan(kind, table, first, second, read_options))
+    key = _PlanKey(kind, path, first, second, repr(sorted((k, repr(v)) for k, v in options.items())), read_options)
+    return render_plan(cached_plan(key, options))
