@@ -147,7 +147,7 @@ def build_many_slices(root: Path) -> dict[str, Any]:
     import spark_writer
 
     spark = spark_session("hudi-duck-bench-read-build-many")
-    city = F.format_string("c%03d", (F.col("id") % MANY_PARTITIONS).cast("int"))
+    city = F.format_string("c%03d", F.pmod(F.xxhash64("uuid"), F.lit(MANY_PARTITIONS)).cast("int"))
     path = str(root / "many")
     remove(path)
     opts = hudi_options("bench_many", "MERGE_ON_READ", "bulk_insert")

@@ -30,7 +30,7 @@ from hudi_duck.core.merge.ordering import NATURAL, Kind, Ordering, JavaClass, de
 from hudi_duck.core.merge.sql import log_ranks_sql
 from hudi_duck.core.storage.storage import get_storage
 from hudi_duck.core.table.fs_view import CommittedInstants
-from hudi_duck.duck.merge import merge_slice_logs as duck_merge
+from hudi_duck.duck.merge import merge_slice_logs as duck_merge, merge_slices
 
 KEYS = st.sampled_from(["a", "b", "c", "d"])
 VALUE = st.one_of(st.none(), st.integers(-3, 3))
@@ -135,3 +135,29 @@ def test_ranks_in_sql_equal_the_core_ranks(entries, mode):
     con.register("t", table)
     got = con.execute(f"SELECT _hd_ignored, _hd_reset FROM ({sql}) ORDER BY s").fetchall()
     assert [tuple(r) for r in got] == want
+
+
+def test_slices_merged_in_one_query_fold_each_on_its_own(tmp_path):
+    """Slices batched into one job: the same key in two slices is merged in each slice separately."""
+    blocks = [("data", True, [("record", "a", 5, None), ("record", "b", 1, None)]),
+              ("deletes", True, [("delete", "b", None, None)])]
+    slices = []
+    for i, base in enumerate([[("a", 1), ("b", 9)], [("a", 7)], []]):
+        folder = tmp_path / f"s{i}"
+        folder.mkdir()
+        slices.append((folder, _write_slice(folder, base, blocks)))
+    merge = MergeConfig(MergeMode.EVENT_TIME_ORDERING, "ord", None, DEFAULT_PAYLOAD, 6)
+    for folder, slice_ in slices:
+        ctx = SliceReadContext(get_storage(str(folder)), SCHEMA, merge, CommittedInstants(frozenset(["001", "002", "003"]), None))
+        alone = _outcome(core_merge(ctx, slice_))
+        (together,) = merge_slices(ctx, [slice_])
+        assert _outcome(together) == alone
+    # one query over the three (same storage root: the slices' paths are relative to it)
+    ctx = SliceReadContext(get_storage(str(tmp_path)), SCHEMA, merge, CommittedInstants(frozenset(["001", "002", "003"]), None))
+    moved = [FileSlice(f"s{i}", s.file_id, s.base_instant_time,
+                       parse_base_file(f"s{i}", s.base_file.file_name, s.base_file.size),
+                       tuple(parse_log_file(f"s{i}", f.file_name, f.size) for f in s.log_files)) for i, (_, s) in enumerate(slices)]
+    together = [_outcome(m) for m in merge_slices(ctx, moved)]
+    assert together == [_outcome(core_merge(ctx, s)) for s in moved]
+    assert together[0] == ([0, 1], [("a", "U", "0.0", False, 5)])  # a: log 5 > base 1; b: deleted
+    assert together[1] == ([], [])  # a: base 7 > log 5 survives; b: only deleted

@@ -11,6 +11,7 @@ core's own merge.
 from __future__ import annotations
 
 import threading
+from typing import Sequence
 
 import duckdb
 import numpy as np
@@ -60,13 +61,18 @@ def _spec(ctx: SliceReadContext) -> EngineOrdering | None:
     return engine_ordering(name, ctx.schema.field(name).type)
 
 
-def merge_sql(ctx: SliceReadContext, spec: EngineOrdering | None, has_base_ordering: bool) -> str:
-    """The slice's merge over relations ``entries`` and ``base`` (key, ordering, row): one row per
-    winning log record, with the base row it meets and whether that base row survives."""
+SLICE = "_hd_slice"
+
+
+def merge_sql(ctx: SliceReadContext, spec: EngineOrdering | None) -> str:
+    """The merge of slices over relations ``entries`` (log records, ``SLICE`` numbering their slice)
+    and ``base`` (slice, key, ordering, row of base records): one row per winning log record, with
+    the base row it meets and whether that base row survives."""
+    key = f"{SLICE}, {ENTRY_KEY}"
     ranks = log_ranks_sql(
         "entries",
         ctx.merge.mode,
-        key=ENTRY_KEY,
+        key=key,
         seq=ENTRY_SEQ,
         is_delete=ENTRY_DELETE,
         never_compared=ENTRY_NEVER_COMPARED,
@@ -74,7 +80,7 @@ def merge_sql(ctx: SliceReadContext, spec: EngineOrdering | None, has_base_order
     )
     winners = latest_log_records_sql(
         f"({ranks})",
-        key=ENTRY_KEY,
+        key=key,
         seq=ENTRY_SEQ,
         ignored="_hd_ignored",
         reset="_hd_reset",
@@ -83,7 +89,7 @@ def merge_sql(ctx: SliceReadContext, spec: EngineOrdering | None, has_base_order
     )
     survives = base_survives_sql(
         ctx.merge.mode,
-        base_ordering="b.base_ordering" if has_base_ordering else None,
+        base_ordering="b.base_ordering",
         winner_ordering=f"w.{ENTRY_ORDERING}" if spec is not None else None,
         winner_reset=f"w.{ENTRY_NEVER_COMPARED}",
         winner_is_delete=f"w.{ENTRY_DELETE}",
@@ -91,25 +97,32 @@ def merge_sql(ctx: SliceReadContext, spec: EngineOrdering | None, has_base_order
     )
     # only the first base row of a key merges (a duplicate key in a base file keeps its other rows)
     first_base = (
-        f"SELECT base_key, base_ordering, base_row FROM base WHERE base_key IN (SELECT {ENTRY_KEY} FROM w) "
-        "QUALIFY row_number() OVER (PARTITION BY base_key ORDER BY base_row) = 1"
+        f"SELECT base_slice, base_key, base_ordering, base_row FROM base "
+        f"SEMI JOIN w ON base_slice = w.{SLICE} AND base_key = w.{ENTRY_KEY} "
+        "QUALIFY row_number() OVER (PARTITION BY base_slice, base_key ORDER BY base_row) = 1"
     )
     return (
         f"WITH w AS ({winners}), b AS ({first_base}) "
-        f"SELECT w.{ENTRY_ROW} AS log_row, w.{ENTRY_DELETE} AS is_delete, b.base_row, "
+        f"SELECT w.{SLICE} AS slice, w.{ENTRY_ROW} AS log_row, w.{ENTRY_DELETE} AS is_delete, b.base_row, "
         f"(b.base_row IS NOT NULL AND {survives}) AS survives "
-        f"FROM w LEFT JOIN b ON b.base_key = w.{ENTRY_KEY}"
+        f"FROM w LEFT JOIN b ON b.base_slice = w.{SLICE} AND b.base_key = w.{ENTRY_KEY}"
     )
 
 
-def _base_relation(ctx: SliceReadContext, slice_: FileSlice) -> tuple[pa.Table, bool]:
+def _base_relation(ctx: SliceReadContext, slice_: FileSlice, index: int, ordering_type: pa.DataType) -> pa.Table:
     keys, order = read_base_keys(ctx, slice_)
     if keys is None:
         keys = pa.array([], pa.string())
-    ordering = engine_column(order) if order is not None else pa.nulls(len(keys), pa.int64())
-    rows = pa.array(np.arange(len(keys), dtype=np.int64))
-    table = pa.table({"base_key": keys.cast(pa.string()), "base_ordering": ordering, "base_row": rows})
-    return table, order is not None
+    n = len(keys)
+    ordering = engine_column(order).cast(ordering_type) if order is not None else pa.nulls(n, ordering_type)
+    return pa.table(
+        {
+            "base_slice": pa.array(np.full(n, index, dtype=np.int32)),
+            "base_key": keys.cast(pa.string()),
+            "base_ordering": ordering,
+            "base_row": pa.array(np.arange(n, dtype=np.int64)),
+        }
+    )
 
 
 def _sorted_rows(rows: pa.ChunkedArray, where: pa.ChunkedArray) -> np.ndarray:
@@ -120,29 +133,44 @@ def _sorted_rows(rows: pa.ChunkedArray, where: pa.ChunkedArray) -> np.ndarray:
 
 def merge_slice_logs(ctx: SliceReadContext, slice_: FileSlice) -> SliceLogMerge:
     """Decide the rows of a slice with logs (base rows to drop, log rows to add) in DuckDB."""
+    return merge_slices(ctx, [slice_])[0]
+
+
+def merge_slices(ctx: SliceReadContext, slices: Sequence[FileSlice]) -> list[SliceLogMerge]:
+    """Merge several slices' logs in one DuckDB query (each slice folds on its own)."""
     try:
         spec = _spec(ctx)
     except UnsupportedFeatureError:
-        return core_reader.merge_slice_logs(ctx, slice_)
-    columns = scan_log_columns(ctx, slice_)
-    stats, skipped = columns.stats, columns.skipped
-    if columns.entries.num_rows == 0:
-        return SliceLogMerge(ctx.schema.empty_table(), [], stats, skipped)
-    ctx.merge.require_supported(ctx.storage.uri(slice_.log_files[0].path))
-    base, has_base_ordering = _base_relation(ctx, slice_)
+        return [core_reader.merge_slice_logs(ctx, s) for s in slices]
+    scanned = [scan_log_columns(ctx, s) for s in slices]
+    merged = [SliceLogMerge(ctx.schema.empty_table(), [], c.stats, c.skipped) for c in scanned]
+    active = [i for i, c in enumerate(scanned) if c.entries.num_rows]
+    if not active:
+        return merged
+    for i in active:
+        ctx.merge.require_supported(ctx.storage.uri(slices[i].log_files[0].path))
+    entries = pa.concat_tables(
+        [scanned[i].entries.append_column(SLICE, pa.array(np.full(scanned[i].entries.num_rows, i, np.int32))) for i in active]
+    )
+    ordering_type = entries.schema.field(ENTRY_ORDERING).type
+    base = pa.concat_tables([_base_relation(ctx, slices[i], i, ordering_type) for i in active])
     cursor = _cursor()
-    entries = columns.entries
     try:
         cursor.register("entries", entries)
         cursor.register("base", base)
-        outcome = cursor.sql(merge_sql(ctx, spec, has_base_ordering)).to_arrow_table()
+        outcome = cursor.sql(merge_sql(ctx, spec)).to_arrow_table()
     finally:
         cursor.unregister("entries")
         cursor.unregister("base")
-    survives = outcome.column("survives")
-    dropped = _sorted_rows(outcome.column("base_row"), pc.invert(survives))
-    winners = _sorted_rows(outcome.column("log_row"), pc.and_not(pc.invert(outcome.column("is_delete")), survives))
-    log_rows = columns.log_table.take(pa.array(winners)) if len(winners) else ctx.schema.empty_table()
-    stats["dropped_base_rows"] = len(dropped)
-    stats["log_rows"] = log_rows.num_rows
-    return SliceLogMerge(log_rows, dropped.tolist(), stats, skipped)
+    for i in active:
+        mine = outcome.filter(pc.equal(outcome.column("slice"), i))
+        survives = mine.column("survives")
+        dropped = _sorted_rows(mine.column("base_row"), pc.invert(survives))
+        winners = _sorted_rows(mine.column("log_row"), pc.and_not(pc.invert(mine.column("is_delete")), survives))
+        log_table = scanned[i].log_table
+        log_rows = log_table.take(pa.array(winners)) if len(winners) else ctx.schema.empty_table()
+        stats = merged[i].stats
+        stats["dropped_base_rows"] = len(dropped)
+        stats["log_rows"] = log_rows.num_rows
+        merged[i] = SliceLogMerge(log_rows, dropped.tolist(), stats, merged[i].skipped_blocks)
+    return merged

@@ -205,17 +205,19 @@ class SqlRenderer:
         log_dirs: dict[str, dict] = {}
         log_files: list[str] = []
         prunable_logs: list[str] = []
-        for key, s in state.slices.items():
+        for key, members in (state.jobs or {k: (k,) for k in state.slices}).items():
             uri = lazy.logrows_uri(key, token)
-            values = self._folder_values.get(s.partition_path)
+            # a job of slices in several partitions: its rows carry their own partition values
+            folders = {state.slices[m].partition_path for m in members}
+            values = self._folder_values.get(folders.pop()) if len(folders) == 1 else None
             if values is not None:
                 log_dirs[uri.rsplit("/", 1)[0]] = values
                 prunable_logs.append(uri)
             else:
                 log_files.append(uri)
-            self.stats.merged_slices += 1
+            self.stats.merged_slices += len(members)
         if self.plan.options.strict:
-            lazy.REGISTRY.check_strict(state.keys, token)
+            lazy.REGISTRY.check_strict(state.job_keys, token)
         branches = []
         with_base = [s for s in state.slices.values() if s.base_file is not None]
         keep = f"{lazy.KEEP_FUNCTION}({quote_literal(token)}, {quote_ident(FILENAME_COL)}, {ROW_COL})"
