@@ -72,6 +72,9 @@ _MAX_STORAGE_OPTIONS = 1024
 SMALL_SLICE_LOG_BYTES = 1024**2
 GROUP_LOG_BYTES = 16 * 1024**2
 GROUP_MAX_SLICES = 1024
+#: Batching starts at this many small slices in a plan; below it each slice keeps its own job, so a
+#: partition filter never merges a pruned slice.
+GROUP_MIN_SLICES = 32
 
 
 def slice_keys(plan: ReadPlan) -> list[tuple[str, FileSlice]]:
@@ -95,7 +98,10 @@ def slice_keys(plan: ReadPlan) -> list[tuple[str, FileSlice]]:
 
 def merge_jobs(keyed: list[tuple[str, FileSlice]]) -> dict[str, tuple[str, ...]]:
     """Slice keys merged together, by job key: small slices (in partition order) batched into one
-    job, larger slices alone (their job key is the slice key)."""
+    job when a plan has many, other slices alone (their job key is the slice key)."""
+    small = [key for key, s in keyed if _log_bytes(s) <= SMALL_SLICE_LOG_BYTES]
+    if len(small) < GROUP_MIN_SLICES:
+        return {key: (key,) for key, _ in keyed}
     jobs: dict[str, tuple[str, ...]] = {}
     batch: list[str] = []
     batch_bytes = 0
@@ -109,7 +115,7 @@ def merge_jobs(keyed: list[tuple[str, FileSlice]]) -> dict[str, tuple[str, ...]]
         batch, batch_bytes = [], 0
 
     for key, s in sorted(keyed, key=lambda item: (item[1].partition_path, item[1].file_id, item[0])):
-        log_bytes = sum(max(log_file.size, 0) for log_file in s.log_files)
+        log_bytes = _log_bytes(s)
         if log_bytes > SMALL_SLICE_LOG_BYTES:
             jobs[key] = (key,)
             continue
@@ -119,6 +125,10 @@ def merge_jobs(keyed: list[tuple[str, FileSlice]]) -> dict[str, tuple[str, ...]]
         batch_bytes += log_bytes
     close()
     return jobs
+
+
+def _log_bytes(s: FileSlice) -> int:
+    return sum(max(log_file.size, 0) for log_file in s.log_files)
 
 
 def _slice_files(s: FileSlice) -> list[tuple[str, int]]:
