@@ -29,6 +29,8 @@ from ..core.table.read_plan import ReadPlan
 from . import cache, lazy
 
 FILENAME_COL = "_hd_filename"
+#: Above this many partition folders, a folder's values are looked up in a MAP instead of a CASE.
+MAX_CASE_FOLDERS = 16
 ROW_COL = "file_row_number"
 
 
@@ -125,10 +127,17 @@ class SqlRenderer:
 
     def _folder_value_sql(self, name: str, partition_dirs: dict[str, dict]) -> str:
         fld = self.schema.field(name)
+        folder = f"parse_dirpath({quote_ident(FILENAME_COL)})"
+        if len(partition_dirs) > MAX_CASE_FOLDERS:  # one hash lookup, not a comparison per folder
+            entries = ", ".join(
+                f"{quote_literal(d)}: CAST({_sql_literal(values[name])} AS {_duckdb_type(fld.type)})"
+                for d, values in sorted(partition_dirs.items())
+            )
+            return f"(MAP {{{entries}}}[{folder}])"
         cases = " ".join(
             f"WHEN {quote_literal(d)} THEN {_sql_literal(values[name])}" for d, values in sorted(partition_dirs.items())
         )
-        return f"CAST(CASE parse_dirpath({quote_ident(FILENAME_COL)}) {cases} END AS {_duckdb_type(fld.type)})"
+        return f"CAST(CASE {folder} {cases} END AS {_duckdb_type(fld.type)})"
 
     def _split_prunable(self, slices: list[FileSlice]) -> tuple[dict[str, dict], list[FileSlice], list[FileSlice]]:
         dirs: dict[str, dict] = {}
