@@ -134,6 +134,41 @@ def build_tables(rows: int, fraction: float, root: Path, log_format: str = "avro
     return manifest
 
 
+MANY_ROWS, MANY_PARTITIONS = 10_000, 500
+
+
+def build_many_slices(root: Path) -> dict[str, Any]:
+    """A MOR table of 10,000 rows in 500 partitions, two file groups each (1,000 file slices), with
+    half of the keys updated into log files: the fixed cost per slice shows."""
+    from common import spark_session
+    from data import hudi_options, trips, updates
+    from pyspark.sql import functions as F
+
+    import spark_writer
+
+    spark = spark_session("hudi-duck-bench-read-build-many")
+    city = F.format_string("c%03d", F.pmod(F.xxhash64("uuid"), F.lit(MANY_PARTITIONS)).cast("int"))
+    path = str(root / "many")
+    remove(path)
+    opts = hudi_options("bench_many", "MERGE_ON_READ", "bulk_insert")
+    first = spark_writer.write(trips(spark, MANY_ROWS, 2).withColumn("city", city).repartition(2), path, opts)
+    upd = updates(spark, MANY_ROWS, 0.5, 0).withColumn("city", city)
+    second = spark_writer.write(upd, path, hudi_options("bench_many", "MERGE_ON_READ", "upsert"))
+    spark.stop()
+    manifest = {"rows": MANY_ROWS, "partitions": MANY_PARTITIONS, "path": path, "bulk_insert": repr(first), "upsert": repr(second)}
+    (root / "many-manifest.json").write_text(json.dumps(manifest, indent=2))
+    return manifest
+
+
+def ensure_many(args, root: Path) -> dict[str, Any]:
+    manifest_path = root / "many-manifest.json"
+    if not args.rebuild and manifest_path.exists() and os.path.exists(os.path.join(root, "many", ".hoodie")):
+        return json.loads(manifest_path.read_text())
+    print(f"building the {MANY_PARTITIONS}-partition table in {root} (child process) ...", flush=True)
+    subprocess.run([sys.executable, __file__, "--build-many-only", "--data-dir", args.data_dir, "--rows", str(args.rows)], check=True)
+    return json.loads(manifest_path.read_text())
+
+
 def ensure_tables(args, root: Path) -> dict[str, Any]:
     manifest_path = root / "manifest.json"
     if not args.rebuild and manifest_path.exists():
@@ -209,9 +244,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="data block format of the MOR upsert (hoodie.logfile.data.block.format; default avro, "
                          "Hudi's default); parquet tables live in their own folder")
     ap.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--build-many-only", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--no-many", action="store_true", help="leave out the 500-partition / 1,000-slice MOR table")
     args = ap.parse_args(argv)
 
     root = Path(args.data_dir) / (f"read-{args.rows}" + ("" if args.log_block_format == "avro" else f"-{args.log_block_format}log"))
+    many_root = Path(args.data_dir) / "many-slices"
+    if args.build_many_only:
+        many_root.mkdir(parents=True, exist_ok=True)
+        build_many_slices(many_root)
+        return 0
     if args.build_only:
         manifest = build_tables(args.rows, args.update_fraction, root, args.log_block_format)
         (root / "manifest.json").write_text(json.dumps(manifest, indent=2))
@@ -221,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     manifest = ensure_tables(args, root)
     cow, mor = manifest["tables"]["cow"]["path"], manifest["tables"]["mor"]["path"]
     mor_compacted = manifest["tables"]["mor_compacted"]["path"]
+    many = None if args.no_many else ensure_many(args, many_root)["path"]
 
     cache_dir = root / "hudi-duck-cache"
     os.environ["HUDI_DUCK_CACHE_DIR"] = str(cache_dir)
@@ -229,12 +272,13 @@ def main(argv: list[str] | None = None) -> int:
 
     import hudi_duck
     from hudi_duck.duck import lazy
-    from hudi_duck.duck.planner import plan_sql
+    from hudi_duck.duck.planner import clear_plan_cache, plan_sql
 
     def clear_caches() -> None:
         remove(cache_dir)
         cache_dir.mkdir(parents=True, exist_ok=True)
         lazy.REGISTRY.clear()
+        clear_plan_cache()
 
     clear_caches()
     env_start = environment()
@@ -263,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         "mor_ro": f"hudi_read_optimized('{mor}')",
         "mor_compacted": f"hudi_snapshot('{mor_compacted}')",
         "mor_parquet": plist(latest["mor"]),
+        "many_snapshot": f"hudi_snapshot('{many}')",
     }
 
     def sql_case(name: str, src: str, query: str, hudi: bool) -> Case:
@@ -275,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
             clear_caches if hudi else None,
         )
 
-    def hudi_rs_case(name: str, query: str) -> Case:
+    def hudi_rs_case(name: str, query: str, table_path: str | None = None) -> Case:
         from hudi import HudiTableBuilder
 
         sql = QUERIES[query].format(src="hudi_rs_arrow")
@@ -286,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
             import pyarrow as pa
 
             t0 = time.perf_counter()
-            hudi_table = HudiTableBuilder.from_base_uri(mor).build()
+            hudi_table = HudiTableBuilder.from_base_uri(table_path or mor).build()
             if query == "part":
                 from hudi import HudiReadOptions
 
@@ -319,6 +364,10 @@ def main(argv: list[str] | None = None) -> int:
         cases[("mor_ro", q)] = sql_case(f"hudi_read_optimized(mor) {q}", "mor_ro", q, True)
         cases[("mor_compacted", q)] = sql_case(f"hudi_snapshot(mor, compacted) {q}", "mor_compacted", q, True)
         cases[("mor_parquet", q)] = sql_case(f"read_parquet(mor base) {q}", "mor_parquet", q, False)
+        if many is not None and q != "part":
+            cases[("many_snapshot", q)] = sql_case(f"hudi_snapshot(500 partitions) {q}", "many_snapshot", q, True)
+            if not args.no_hudi_rs:
+                cases[("many_hudi_rs", q)] = hudi_rs_case(f"hudi-rs read + DuckDB (500 partitions) {q}", q, many)
 
     # hudi-rs is probed once first: if it cannot read the table, say so and leave it out
     hudi_rs_error = None
@@ -332,11 +381,14 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # pragma: no cover - depends on hudi-rs
             hudi_rs_error = f"{type(exc).__name__}: {exc}"
             print(f"hudi-rs could not read {mor}: {hudi_rs_error}", flush=True)
-            for key in [k for k in cases if k[0] == "hudi_rs"]:
+            for key in [k for k in cases if k[0] in ("hudi_rs", "many_hudi_rs")]:
                 del cases[key]
 
     # planning alone (no DuckDB execution): what every hudi_* query pays at bind time
-    plan_samples = {label: Samples(f"plan {label}") for label in ("cow", "mor")}
+    plan_tables = {"cow": cow, "mor": mor, **({"many": many} if many else {})}
+    plan_samples = {label: Samples(f"plan {label}") for label in plan_tables}
+    if many and not args.no_hudi_rs:
+        plan_samples["many (hudi-rs file slices)"] = Samples("plan many (hudi-rs file slices)")
 
     print(f"# read benchmark: {args.rows:,} rows; COW {slices['cow']}, MOR {slices['mor']}; "
           f"{args.repeat} cold runs x (1 + {args.warm} warm) per case", flush=True)
@@ -347,17 +399,24 @@ def main(argv: list[str] | None = None) -> int:
             case.measure(args.warm)
             print(f"  {case.name:<48} cold {case.cold.seconds[-1]:7.3f}s   warm "
                   + " ".join(f"{s:.3f}" for s in case.warm.seconds[-args.warm:]), flush=True)
-        for label, path in (("cow", cow), ("mor", mor)):
+        for label, path in plan_tables.items():
+            clear_plan_cache()  # planning a new snapshot (the plan cache is what a repeated query gets)
             t0 = time.perf_counter()
             plan_sql("snapshot", path, None, None, {})
             plan_samples[label].seconds.append(time.perf_counter() - t0)
+        if "many (hudi-rs file slices)" in plan_samples:
+            from hudi import HudiTableBuilder
+
+            t0 = time.perf_counter()
+            HudiTableBuilder.from_base_uri(many).build().get_file_slices()
+            plan_samples["many (hudi-rs file slices)"].seconds.append(time.perf_counter() - t0)
     env_end = environment()
 
     # -- correctness: the compared cases must return the same answer -------------------------------------
     checks = []
     for q in queries:
         groups = [("cow_snapshot", "cow_parquet"), ("mor_snapshot", "hudi_rs"), ("mor_snapshot", "cow_snapshot"),
-                  ("mor_ro", "mor_parquet"), ("mor_compacted", "mor_snapshot")]
+                  ("mor_ro", "mor_parquet"), ("mor_compacted", "mor_snapshot"), ("many_snapshot", "many_hudi_rs")]
         for a, b in groups:
             ca, cb = cases.get((a, q)), cases.get((b, q))
             if ca is None or cb is None:
@@ -372,6 +431,7 @@ def main(argv: list[str] | None = None) -> int:
         ("MOR read_optimized vs read_parquet", "mor_ro", "mor_parquet", COW_TARGET),
         ("MOR snapshot after compaction vs COW snapshot", "mor_compacted", "cow_snapshot", COW_TARGET),
         ("MOR snapshot before vs after compaction", "mor_snapshot", "mor_compacted", float("inf")),
+        ("MOR 500 partitions / 1,000 slices vs hudi-rs + DuckDB", "many_snapshot", "many_hudi_rs", MOR_TARGET),
     ]
     report_rows, ratios = [], {}
     for title, a, b, target in comparisons:
@@ -414,6 +474,10 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print("planning only (plan_sql, no execution): " + ", ".join(
         f"{s.name}: best {fmt_s(s.best)}s median {fmt_s(s.median)}s" for s in plan_samples.values()))
+    many_plan, rs_plan = plan_samples.get("many"), plan_samples.get("many (hudi-rs file slices)")
+    if many_plan and rs_plan:
+        print(f"planning 500 partitions / 1,000 slices vs hudi-rs get_file_slices: best {many_plan.best / rs_plan.best:.2f}x, "
+              f"median {many_plan.median / rs_plan.median:.2f}x (target <= {MOR_TARGET}x)")
     if hudi_rs_error:
         print(f"hudi-rs baseline missing: {hudi_rs_error}")
     bad = [c for c in checks if not c["same"]]

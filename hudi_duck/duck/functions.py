@@ -13,6 +13,7 @@ from ..core.errors import HudiError
 from ..core.storage.storage import get_storage, options_for
 from . import inspect as inspection
 from . import lazy
+from .avro import register_duckdb_avro
 from .object_store import ReadStorage
 from .planner import plan_sql
 
@@ -128,6 +129,7 @@ def register(
     with the same ones (``object_store``). ``filesystems`` are fsspec filesystem
     instances DuckDB should read through instead (e.g. a ``memory://`` filesystem).
     """
+    register_duckdb_avro()
     for fs in filesystems or []:
         con.register_filesystem(fs)
     if lazy.PROTOCOL not in con.list_filesystems():

@@ -45,7 +45,8 @@ from fsspec import AbstractFileSystem
 from ..core.errors import HudiError
 from ..core.file_group.file_slice import FileSlice
 from ..core.file_group.log_scanner import SkippedBlock, report_skipped_blocks
-from ..core.file_group.reader import SliceLogMerge, SliceReadContext, corrupt_blocks, merge_slice_logs
+from ..core.file_group.reader import SliceLogMerge, SliceReadContext, corrupt_blocks
+from .merge import merge_slice_logs, merge_slices
 from ..core.table.read_plan import ReadPlan, digest_of
 from . import cache, progress as progress_line
 from .progress import MergeProgress, clear_line
@@ -55,7 +56,7 @@ log = logging.getLogger("hudi_duck")
 PROTOCOL = "hudiduck"
 KEEP_FUNCTION = "hudi_duck_keep"
 #: Changes when what a cached slice merge holds changes (older entries are not reused).
-MERGE_CACHE_VERSION = 3
+MERGE_CACHE_VERSION = 4
 ENV_MAX_PLANS = "HUDI_DUCK_MAX_PLANS"
 ENV_MAX_MEMORY = "HUDI_DUCK_MAX_PLAN_MEMORY"
 DEFAULT_MAX_PLANS = 256
@@ -66,6 +67,14 @@ _SKIPPED_KEY = b"hudi_duck.skipped_corrupt_blocks"
 _SLICE_BYTES = 600
 _JOB_BYTES = 300
 _MAX_STORAGE_OPTIONS = 1024
+#: Slices whose log files are smaller than this are merged together, up to ``GROUP_LOG_BYTES`` of
+#: log files (or ``GROUP_MAX_SLICES`` slices) per job: one query and one cache entry instead of many.
+SMALL_SLICE_LOG_BYTES = 1024**2
+GROUP_LOG_BYTES = 16 * 1024**2
+GROUP_MAX_SLICES = 1024
+#: Batching starts at this many small slices in a plan; below it each slice keeps its own job, so a
+#: partition filter never merges a pruned slice.
+GROUP_MIN_SLICES = 32
 
 
 def slice_keys(plan: ReadPlan) -> list[tuple[str, FileSlice]]:
@@ -87,6 +96,41 @@ def slice_keys(plan: ReadPlan) -> list[tuple[str, FileSlice]]:
     return [(cache.digest(common, s.slice_id, _slice_files(s)), s) for s in plan.slices_with_logs]
 
 
+def merge_jobs(keyed: list[tuple[str, FileSlice]]) -> dict[str, tuple[str, ...]]:
+    """Slice keys merged together, by job key: small slices (in partition order) batched into one
+    job when a plan has many, other slices alone (their job key is the slice key)."""
+    small = [key for key, s in keyed if _log_bytes(s) <= SMALL_SLICE_LOG_BYTES]
+    if len(small) < GROUP_MIN_SLICES:
+        return {key: (key,) for key, _ in keyed}
+    jobs: dict[str, tuple[str, ...]] = {}
+    batch: list[str] = []
+    batch_bytes = 0
+
+    def close() -> None:
+        nonlocal batch, batch_bytes
+        if len(batch) == 1:
+            jobs[batch[0]] = (batch[0],)
+        elif batch:
+            jobs[cache.digest("slices", *batch)] = tuple(batch)
+        batch, batch_bytes = [], 0
+
+    for key, s in sorted(keyed, key=lambda item: (item[1].partition_path, item[1].file_id, item[0])):
+        log_bytes = _log_bytes(s)
+        if log_bytes > SMALL_SLICE_LOG_BYTES:
+            jobs[key] = (key,)
+            continue
+        if batch and (batch_bytes + log_bytes > GROUP_LOG_BYTES or len(batch) >= GROUP_MAX_SLICES):
+            close()
+        batch.append(key)
+        batch_bytes += log_bytes
+    close()
+    return jobs
+
+
+def _log_bytes(s: FileSlice) -> int:
+    return sum(max(log_file.size, 0) for log_file in s.log_files)
+
+
 def _slice_files(s: FileSlice) -> list[tuple[str, int]]:
     files = []
     if s.base_file is not None:
@@ -100,9 +144,21 @@ def merge_slice(state: "PlanState", key: str) -> SliceLogMerge:
     return merge_slice_logs(state.context(), state.slice(key))
 
 
+def merge_group(state: "PlanState", key: str) -> list[tuple[str, SliceLogMerge]]:
+    """Merge the slices of job ``key`` (one slice, or small slices batched) in one query."""
+    members = state.jobs.get(key, (key,))
+    if len(members) == 1:
+        return [(members[0], merge_slice(state, members[0]))]
+    merged = merge_slices(state.context(), [state.slice(k) for k in members])
+    return list(zip(members, merged))
+
+
 def find_corrupt_blocks(state: "PlanState", key: str) -> list[SkippedBlock]:
-    """The corrupt blocks a merge of slice ``key`` would skip, from the log framing alone."""
-    return corrupt_blocks(state.context(), state.slice(key))
+    """The corrupt blocks a merge of job ``key`` would skip, from the log framing alone."""
+    found: list[SkippedBlock] = []
+    for member in state.jobs.get(key, (key,)):
+        found.extend(corrupt_blocks(state.context(), state.slice(member)))
+    return found
 
 
 @dataclass
@@ -114,6 +170,8 @@ class PlanState:
     progress: MergeProgress | None = None
     plan: ReadPlan | None = None
     slices: dict[str, FileSlice] = field(default_factory=dict)  # slice key -> slice
+    jobs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # job key -> its slice keys
+    job_of: dict[str, str] = field(default_factory=dict)  # slice key -> job key
     _context: SliceReadContext | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -121,9 +179,11 @@ class PlanState:
     def of(cls, plan: ReadPlan, shown: bool = True) -> "PlanState":
         keyed = slice_keys(plan)
         base_files = {plan.location.uri(s.base_file.path): key for key, s in keyed if s.base_file is not None}
+        jobs = merge_jobs(keyed)
+        job_of = {member: job for job, members in jobs.items() for member in members}
         label = f"hudi_{plan.query_type.value} {plan.base_uri}"
-        shown_progress = progress_line.for_plan(label, len(keyed)) if shown else None
-        return cls(base_files, plan.options.strict, shown_progress, plan, dict(keyed))
+        shown_progress = progress_line.for_plan(label, len(jobs)) if shown else None
+        return cls(base_files, plan.options.strict, shown_progress, plan, dict(keyed), jobs, job_of)
 
     def context(self) -> SliceReadContext:
         with self._lock:
@@ -144,6 +204,10 @@ class PlanState:
         return list(self.slices)
 
     @property
+    def job_keys(self) -> list[str]:
+        return list(self.jobs) if self.jobs else list(self.slices)
+
+    @property
     def nbytes(self) -> int:
         return 1024 + _SLICE_BYTES * (len(self.slices) + len(self.plan.slices if self.plan else ()))
 
@@ -156,6 +220,14 @@ class SliceJob:
     lock: threading.Lock = field(default_factory=threading.Lock)
     dropped: np.ndarray | None = None
     skipped: list[SkippedBlock] = field(default_factory=list)
+    #: dropped base rows of each slice of a batched job (slice key -> rows)
+    members: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def dropped_of(self, slice_key: str) -> np.ndarray | None:
+        """Dropped base rows of one slice of this job."""
+        if slice_key == self.key or not self.members:
+            return self.dropped
+        return self.members.get(slice_key)
 
     @property
     def logrows_file(self) -> str:
@@ -231,6 +303,7 @@ class SliceJob:
             table = pq.read_table(pa.BufferReader(data))
             recorded = (table.schema.metadata or {})[_SKIPPED_KEY]
             self.skipped = [SkippedBlock.from_dict(d) for d in json.loads(recorded)]
+            self.members = _split_members(table, self.key)
             self.dropped = np.asarray(table.column("row").to_numpy(), dtype=np.int64)
         except (pa.ArrowInvalid, KeyError, ValueError, TypeError):
             return False
@@ -248,14 +321,38 @@ class SliceJob:
             shown.finished(self.key, merged=True)
 
     def _merge(self, state: PlanState) -> None:
-        merged = merge_slice(state, self.key)
-        cache.write_parquet(merged.log_rows, self.logrows_file, f"{self.key}.logrows")
-        rows = pa.array(sorted(merged.dropped_base_rows), pa.int64())
-        skipped = json.dumps([b.to_dict() for b in merged.skipped_blocks])
-        dropped = pa.table({"row": rows}).replace_schema_metadata({_SKIPPED_KEY: skipped.encode()})
+        merged = merge_group(state, self.key)
+        log_rows = [m.log_rows for _, m in merged]
+        cache.write_parquet(
+            pa.concat_tables(log_rows) if len(log_rows) > 1 else log_rows[0], self.logrows_file, f"{self.key}.logrows"
+        )
+        members, rows = [], []
+        for member, outcome in merged:
+            dropped_rows = sorted(outcome.dropped_base_rows)
+            members.extend([member] * len(dropped_rows))
+            rows.extend(dropped_rows)
+        skipped_blocks = [b for _, m in merged for b in m.skipped_blocks]
+        skipped = json.dumps([b.to_dict() for b in skipped_blocks])
+        dropped = pa.table({"slice": pa.array(members, pa.string()), "row": pa.array(rows, pa.int64())})
+        dropped = dropped.replace_schema_metadata({_SKIPPED_KEY: skipped.encode()})
         cache.write_parquet(dropped, self.dropped_file, f"{self.key}.dropped")
-        self.skipped = list(merged.skipped_blocks)
-        self.dropped = np.asarray(rows.to_numpy(), dtype=np.int64)
+        self.skipped = skipped_blocks
+        self.members = _split_members(dropped, self.key)
+        self.dropped = np.asarray(dropped.column("row").to_numpy(), dtype=np.int64)
+
+
+def _split_members(dropped: pa.Table, job_key: str) -> dict[str, np.ndarray]:
+    """Dropped rows by slice for a batched job (empty for a job of one slice)."""
+    if "slice" not in dropped.column_names or not dropped.num_rows:
+        return {}
+    slices = dropped.column("slice")
+    names = pc.unique(slices).to_pylist()
+    if names == [job_key]:
+        return {}
+    rows = dropped.column("row")
+    return {
+        name: np.asarray(pc.filter(rows, pc.equal(slices, name)).to_numpy(), dtype=np.int64) for name in names
+    }
 
 
 def _env_int(name: str, default: int) -> int:
@@ -360,7 +457,7 @@ class Registry:
             known = self.plans.get(token)
         if known is not None and known.plan is not None:
             label = f"hudi_{plan.query_type.value} {plan.base_uri}"
-            state = replace(known, progress=progress_line.for_plan(label, len(known.slices)))
+            state = replace(known, progress=progress_line.for_plan(label, len(known.job_keys)))
         else:
             state = PlanState.of(plan)
         if plan.location.storage_options:
@@ -494,7 +591,8 @@ class Registry:
         dictionary encoding and rows looked up in the (sorted) dropped rows,
         so no Python object is made per row.
         """
-        mapping = self.plan(token).base_files
+        state = self.plan(token)
+        mapping = state.base_files
         encoded = filenames if pa.types.is_dictionary(filenames.type) else pc.dictionary_encode(filenames)
         names = encoded.dictionary.to_pylist()
         row_values = rows.to_numpy(zero_copy_only=False)
@@ -504,7 +602,8 @@ class Registry:
             key = mapping.get(name)
             if key is None:
                 continue
-            dropped = self.ensure(key, token).dropped
+            job_key = state.job_of.get(key, key)
+            dropped = self.ensure(job_key, token).dropped_of(key)
             if dropped is None or not len(dropped):
                 continue
             if indices is None:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 from ..core.table.read_plan import (
@@ -14,11 +18,13 @@ from ..core.table.read_plan import (
     plan_read_optimized,
     plan_snapshot,
 )
+from ..core.storage.storage import Storage, get_storage
 from ..core.table.filters import FilterSpec
 from ..core.table.table import HudiTable
 from .sql import SqlRenderer
 
 log = logging.getLogger("hudi_duck")
+HOODIE_DIR = ".hoodie"
 
 
 def make_plan(
@@ -63,6 +69,82 @@ def render_plan(plan: ReadPlan) -> str:
     return sql
 
 
+@dataclass(frozen=True)
+class _PlanKey:
+    """A query's arguments; its plan is reused while the table's timeline stays the same."""
+
+    kind: str
+    path: str
+    first: str | None
+    second: str | None
+    storage_options: str
+    read_options: ReadOptions
+    filters: str = "None"
+
+
+@dataclass(frozen=True)
+class _CachedPlan:
+    timeline_state: tuple
+    plan: ReadPlan
+
+
+_PLANS: "OrderedDict[_PlanKey, _CachedPlan]" = OrderedDict()
+_PLANS_LOCK = threading.Lock()
+MAX_CACHED_PLANS = 64
+
+
+def _timeline_state(storage: Storage) -> tuple:
+    """What a plan depends on besides the files it names: the entries of ``.hoodie`` (timeline
+    files, ``hoodie.properties``) and of the version 8+ timeline folder, with sizes and times.
+
+    Every change of which files a query reads goes through the timeline: a write,
+    rollback, clean, compaction or clustering adds or changes instant files."""
+    entries = storage.list(HOODIE_DIR)
+    state = [(e.name, e.size, e.mtime) for e in entries]
+    for folder in ("timeline",):
+        if any(e.is_dir and e.name == folder for e in entries):
+            state.extend((f"{folder}/{e.name}", e.size, e.mtime) for e in storage.list(f"{HOODIE_DIR}/{folder}"))
+    return tuple(state)
+
+
+def _logs_unchanged(plan: ReadPlan, storage: Storage) -> bool:
+    """The log files a cached plan merges still have the sizes it planned with."""
+    for slice_ in plan.slices_with_logs:
+        for log_file in slice_.log_files:
+            try:
+                size = os.stat(storage.abs(log_file.path)).st_size if storage.is_local else storage.size(log_file.path)
+            except OSError:
+                return False
+            if size != log_file.size:
+                return False
+    return True
+
+
+def cached_plan(key: _PlanKey, options: dict[str, Any], filters: FilterSpec = None) -> ReadPlan:
+    """The plan of a query, reused while the table's timeline (and its log files) are unchanged."""
+    storage = get_storage(key.path, options)
+    state = _timeline_state(storage)
+    with _PLANS_LOCK:
+        cached = _PLANS.get(key)
+        if cached is not None:
+            _PLANS.move_to_end(key)
+    if cached is not None and cached.timeline_state == state and _logs_unchanged(cached.plan, storage):
+        return cached.plan
+    table = HudiTable(key.path, options, metadata_enable=key.read_options.metadata_enable)
+    plan = make_plan(key.kind, table, key.first, key.second, key.read_options, filters)
+    with _PLANS_LOCK:
+        _PLANS[key] = _CachedPlan(state, plan)
+        _PLANS.move_to_end(key)
+        while len(_PLANS) > MAX_CACHED_PLANS:
+            _PLANS.popitem(last=False)
+    return plan
+
+
+def clear_plan_cache() -> None:
+    with _PLANS_LOCK:
+        _PLANS.clear()
+
+
 def plan_sql(
     kind: str,
     path: str,
@@ -78,8 +160,10 @@ def plan_sql(
     Hudi's ``hoodie.datasource.read.extract.partition.values.from.path``, ``metadata_enable``
     Hudi's ``hoodie.metadata.enable``, ``filters`` the read's filters (see ``core/table/filters.py``)."""
     check_times(kind, path, first, second)
-    table = HudiTable(path, options, metadata_enable=metadata_enable)
     read_options = ReadOptions(
         extract_partition_values_from_path=values_from_path, strict=strict, metadata_enable=metadata_enable
     )
-    return render_plan(make_plan(kind, table, first, second, read_options, filters))
+    key = _PlanKey(
+        kind, path, first, second, repr(sorted((k, repr(v)) for k, v in options.items())), read_options, repr(filters)
+    )
+    return render_plan(cached_plan(key, options, filters))

@@ -30,6 +30,8 @@ from ..core.table.read_plan import ReadPlan
 from . import cache, lazy
 
 FILENAME_COL = "_hd_filename"
+#: Above this many partition folders, a folder's values are looked up in a MAP instead of a CASE.
+MAX_CASE_FOLDERS = 16
 ROW_COL = "file_row_number"
 
 
@@ -126,10 +128,17 @@ class SqlRenderer:
 
     def _folder_value_sql(self, name: str, partition_dirs: dict[str, dict]) -> str:
         fld = self.schema.field(name)
+        folder = f"parse_dirpath({quote_ident(FILENAME_COL)})"
+        if len(partition_dirs) > MAX_CASE_FOLDERS:  # one hash lookup, not a comparison per folder
+            entries = ", ".join(
+                f"{quote_literal(d)}: CAST({_sql_literal(values[name])} AS {_duckdb_type(fld.type)})"
+                for d, values in sorted(partition_dirs.items())
+            )
+            return f"(MAP {{{entries}}}[{folder}])"
         cases = " ".join(
             f"WHEN {quote_literal(d)} THEN {_sql_literal(values[name])}" for d, values in sorted(partition_dirs.items())
         )
-        return f"CAST(CASE parse_dirpath({quote_ident(FILENAME_COL)}) {cases} END AS {_duckdb_type(fld.type)})"
+        return f"CAST(CASE {folder} {cases} END AS {_duckdb_type(fld.type)})"
 
     def _split_prunable(self, slices: list[FileSlice]) -> tuple[dict[str, dict], list[FileSlice], list[FileSlice]]:
         dirs: dict[str, dict] = {}
@@ -206,17 +215,19 @@ class SqlRenderer:
         log_dirs: dict[str, dict] = {}
         log_files: list[str] = []
         prunable_logs: list[str] = []
-        for key, s in state.slices.items():
+        for key, members in (state.jobs or {k: (k,) for k in state.slices}).items():
             uri = lazy.logrows_uri(key, token)
-            values = self._folder_values.get(s.partition_path)
+            # a job of slices in several partitions: its rows carry their own partition values
+            folders = {state.slices[m].partition_path for m in members}
+            values = self._folder_values.get(folders.pop()) if len(folders) == 1 else None
             if values is not None:
                 log_dirs[uri.rsplit("/", 1)[0]] = values
                 prunable_logs.append(uri)
             else:
                 log_files.append(uri)
-            self.stats.merged_slices += 1
+            self.stats.merged_slices += len(members)
         if self.plan.options.strict:
-            lazy.REGISTRY.check_strict(state.keys, token)
+            lazy.REGISTRY.check_strict(state.job_keys, token)
         branches = []
         with_base = [s for s in state.slices.values() if s.base_file is not None]
         keep = f"{lazy.KEEP_FUNCTION}({quote_literal(token)}, {quote_ident(FILENAME_COL)}, {ROW_COL})"

@@ -24,12 +24,15 @@ from ..avro import models as avro_models
 from ..errors import CorruptFileError, HudiError, UnsupportedFeatureError
 from ..schema.avro_arrow import avro_to_arrow
 from ..schema.evolution import align_to_schema
+from .avro_decoder import decode_framed
 from .log_format import BlockType, LogBlock
 
 DATA_BLOCK_VERSION = 3
 DELETE_BLOCK_VERSION = 3
 
 _EPOCH = _dt.date(1970, 1, 1)
+#: Blocks with fewer records are decoded record by record: cheaper than starting a compiled reader.
+COMPILED_MIN_RECORDS = 256
 
 
 @dataclass(frozen=True)
@@ -75,8 +78,8 @@ def _names_block(decode):
 # -- data blocks ------------------------------------------------------------------------
 
 
-def avro_block_records(content: bytes, schema_json: str, source: str = "") -> list[dict[str, Any]]:
-    """Decode the length-prefixed Avro records of an Avro data block."""
+def _avro_block_count(content: bytes, source: str) -> int:
+    """The record count of an Avro data block (after checking its version)."""
     if len(content) < 8:
         raise CorruptFileError(f"{source}: Avro data block too short")
     version, count = struct.unpack_from(">ii", content, 0)
@@ -84,6 +87,12 @@ def avro_block_records(content: bytes, schema_json: str, source: str = "") -> li
         raise UnsupportedFeatureError(f"{source}: Avro data block version {version} (only 3 is supported)")
     if count < 0 or count > (len(content) - 8) // 4:
         raise CorruptFileError(f"{source}: Avro data block claims {count} records in {len(content)} bytes")
+    return count
+
+
+def avro_block_records(content: bytes, schema_json: str, source: str = "") -> list[dict[str, Any]]:
+    """Decode the length-prefixed Avro records of an Avro data block."""
+    count = _avro_block_count(content, source)
     parsed = _parsed_schema(schema_json)
     stream = io.BytesIO(content)
     stream.seek(8)
@@ -104,6 +113,18 @@ def avro_block_records(content: bytes, schema_json: str, source: str = "") -> li
     return records
 
 
+def avro_block_table(content: bytes, schema_json: str, source: str = "") -> pa.Table:
+    """The records of an Avro data block as Arrow (in the writer schema's Arrow form), decoded in
+    compiled code when a compiled Avro reader is installed (``avro_decoder``)."""
+    count = _avro_block_count(content, source)
+    schema = _arrow_schema_of(schema_json)
+    if count >= COMPILED_MIN_RECORDS:
+        table = decode_framed(content, count, schema_json, schema, source)
+        if table is not None:
+            return table
+    return pa.Table.from_pylist(avro_block_records(content, schema_json, source), schema=schema)
+
+
 @_names_block
 def decode_data_block(block: LogBlock, target: pa.Schema) -> pa.Table:
     """Rows of a data block as an Arrow table shaped like ``target``."""
@@ -112,8 +133,7 @@ def decode_data_block(block: LogBlock, target: pa.Schema) -> pa.Table:
     if block.block_type is BlockType.AVRO_DATA_BLOCK:
         if not schema_json:
             raise CorruptFileError(f"{source}: Avro data block without a SCHEMA header")
-        records = avro_block_records(block.content, schema_json, source)
-        table = pa.Table.from_pylist(records, schema=_arrow_schema_of(schema_json))
+        table = avro_block_table(block.content, schema_json, source)
     elif block.block_type is BlockType.PARQUET_DATA_BLOCK:
         if not block.content:
             return target.empty_table()

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -20,7 +21,15 @@ from ..config.table_config import PROPERTIES_FILE
 from ..errors import CorruptFileError
 from ..merge.fold import LogEntry, fold_log_records, merge_with_base
 from ..merge.mode import MergeConfig
-from ..merge.ordering import JavaClass, column_class, delete_ordering, ordering_values
+from ..merge.ordering import (
+    JavaClass,
+    column_class,
+    delete_ordering,
+    delete_values_column,
+    engine_column,
+    engine_ordering_type,
+    ordering_values,
+)
 from ..schema.evolution import align_to_schema
 from ..schema.meta_fields import IS_DELETED, OPERATION, RECORD_KEY
 from ..storage.storage import Storage
@@ -149,6 +158,148 @@ def scan_log_records(
         "log_records": len(entries),
     }
     return log_table, entries, stats, scan.skipped
+
+
+#: Columns of the log entries table (``scan_log_columns``): one row per log record in scan order.
+ENTRY_KEY, ENTRY_SEQ, ENTRY_ROW = "_hd_key", "_hd_seq", "_hd_row"
+ENTRY_DELETE, ENTRY_NEVER_COMPARED, ENTRY_NATURAL_DELETE, ENTRY_ORDERING = (
+    "_hd_is_delete",
+    "_hd_never_compared",
+    "_hd_natural_delete",
+    "_hd_ordering",
+)
+
+
+@dataclass
+class LogColumns:
+    """A slice's admitted log records as columns: what an engine folds (``merge.sql``).
+
+    ``entries`` has one row per log record in scan order (``ENTRY_*`` columns):
+    its key, position, row in ``log_table`` (null for deletes), whether it is a
+    delete, whether its ordering value is never compared (``fold``'s resets
+    other than commit-time ordering), whether it is a delete in natural order,
+    and its ordering value in the engine's form (``ordering.engine_column``)."""
+
+    log_table: pa.Table
+    entries: pa.Table
+    stats: dict[str, int]
+    skipped: list[SkippedBlock]
+
+
+def _entry_schema(ordering_type: pa.DataType) -> pa.Schema:
+    return pa.schema(
+        [
+            (ENTRY_KEY, pa.string()),
+            (ENTRY_SEQ, pa.int64()),
+            (ENTRY_ROW, pa.int64()),
+            (ENTRY_DELETE, pa.bool_()),
+            (ENTRY_NEVER_COMPARED, pa.bool_()),
+            (ENTRY_NATURAL_DELETE, pa.bool_()),
+            (ENTRY_ORDERING, ordering_type),
+        ]
+    )
+
+
+def _data_block_entries(
+    raw: pa.Table, aligned: pa.Table, ctx: SliceReadContext, first_row: int, first_seq: int, schema: pa.Schema
+) -> pa.Table:
+    """Entries of one data block's records, computed on columns."""
+    n = aligned.num_rows
+    keys = ctx.keys(aligned)
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    deletes = pa.array(np.zeros(n, dtype=bool))
+    if IS_DELETED in ctx.schema.names and IS_DELETED in aligned.column_names:
+        flags = aligned.column(IS_DELETED)
+        if pa.types.is_boolean(flags.type):
+            deletes = pc.or_(deletes, pc.fill_null(flags, False))
+    if OPERATION in ctx.schema.names and OPERATION in aligned.column_names:
+        is_op = pc.fill_null(pc.is_in(aligned.column(OPERATION), value_set=pa.array(_DELETE_OPERATIONS)), False)
+        deletes = pc.or_(deletes, is_op)
+    field_name = ctx.merge.ordering_field
+    ordering_type = schema.field(ENTRY_ORDERING).type
+    if field_name and field_name in raw.column_names:
+        ordering = engine_column(raw.column(field_name)).cast(ordering_type)
+        never = pa.array(np.zeros(n, dtype=bool))
+    else:  # no ordering value: natural order for every record of the block
+        ordering = pa.nulls(n, ordering_type)
+        never = pa.array(np.ones(n, dtype=bool))
+    if isinstance(deletes, pa.ChunkedArray):
+        deletes = deletes.combine_chunks()
+    table = pa.Table.from_arrays(
+        [
+            keys.cast(pa.string()),
+            pa.array(np.arange(first_seq, first_seq + n, dtype=np.int64)),
+            pa.array(np.arange(first_row, first_row + n, dtype=np.int64)),
+            deletes,
+            never,
+            pc.and_(deletes, never),  # a delete without ordering value is in natural order
+            ordering,
+        ],
+        schema=schema,
+    )
+    return table.filter(pc.is_valid(table.column(ENTRY_KEY)))
+
+
+def _delete_block_entries(block, ctx: SliceReadContext, first_seq: int, schema: pa.Schema) -> pa.Table:
+    """Entries of a delete block: each key's ordering value in the column's form when Java compares it."""
+    records = decode_delete_block(block)
+    column = _ordering_class(ctx)
+    ordering_type = schema.field(ENTRY_ORDERING).type
+    keys, never, natural, values = [], [], [], []
+    for record in records:
+        ordering = delete_ordering(record.ordering_value, record.ordering_wrapper, ctx.merge.table_version)
+        compared = not ordering.is_natural and ordering.java_class is column
+        keys.append(record.record_key)
+        natural.append(ordering.is_natural)
+        never.append(not compared)
+        values.append(record.ordering_value if compared else None)
+    n = len(records)
+    return pa.Table.from_arrays(
+        [
+            pa.array(keys, pa.string()),
+            pa.array(np.arange(first_seq, first_seq + n, dtype=np.int64)),
+            pa.nulls(n, pa.int64()),
+            pa.array(np.ones(n, dtype=bool)),
+            pa.array(never, pa.bool_()),
+            pa.array(natural, pa.bool_()),
+            delete_values_column(values, ordering_type),
+        ],
+        schema=schema,
+    )
+
+
+def scan_log_columns(ctx: SliceReadContext, slice_: FileSlice) -> LogColumns:
+    """All admitted log records of a slice and their entries as columns (no Python object per record
+    of a data block)."""
+    scan = scan_slice_logs(ctx.storage, slice_.log_files, ctx.admit)
+    schema = _entry_schema(engine_ordering_type(ctx.schema, ctx.merge.ordering_field))
+    tables: list[pa.Table] = []
+    entries: list[pa.Table] = []
+    rows = seq = 0
+    for block in scan.blocks:
+        if block.block_type is BlockType.DELETE_BLOCK:
+            part = _delete_block_entries(block, ctx, seq, schema)
+            entries.append(part)
+            seq += part.num_rows
+            continue
+        aligned = decode_data_block(block, ctx.schema)
+        if aligned.num_rows == 0:
+            continue
+        raw = _raw_block_table(block, aligned)
+        entries.append(_data_block_entries(raw, aligned, ctx, rows, seq, schema))
+        tables.append(aligned)
+        rows += aligned.num_rows
+        seq += aligned.num_rows
+    log_table = pa.concat_tables(tables) if tables else ctx.schema.empty_table()
+    entry_table = pa.concat_tables(entries) if entries else schema.empty_table()
+    stats = {
+        "log_blocks": scan.total_blocks,
+        "corrupt_blocks": scan.corrupt_blocks,
+        "rollback_blocks": scan.rollback_blocks,
+        "log_records": entry_table.num_rows,
+    }
+    return LogColumns(log_table, entry_table, stats, scan.skipped)
 
 
 def _raw_block_table(block, aligned: pa.Table) -> pa.Table:

@@ -286,3 +286,32 @@ def engine_ordering(field_name: str, dtype: pa.DataType) -> EngineOrdering:
             "DuckDB do not; use a number, string, date or timestamp column"
         )
     return EngineOrdering(cls, zero_sign=cls in (JavaClass.FLOAT, JavaClass.DOUBLE))
+
+
+def engine_column(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """An ordering column in the form engines compare as Java does: dates, times and timestamps
+    as the Avro ``int``/``long`` Hudi compares, floats as doubles (exact), strings as UTF-8."""
+    dtype = column.type
+    t = pa.types
+    if t.is_date32(dtype) or t.is_time32(dtype):
+        return pc.cast(column, pa.int32())
+    if t.is_timestamp(dtype) or t.is_time64(dtype) or t.is_date64(dtype):
+        return pc.cast(column, pa.int64())
+    if t.is_float16(dtype) or t.is_float32(dtype):
+        return pc.cast(column, pa.float64())
+    if t.is_large_string(dtype) or getattr(t, "is_string_view", lambda _d: False)(dtype):
+        return pc.cast(column, pa.string())
+    return column
+
+
+def engine_ordering_type(schema: pa.Schema, field_name: str | None) -> pa.DataType:
+    """The type of :func:`engine_column` for a schema's ordering field (int64 when there is none)."""
+    if not field_name or field_name not in schema.names:
+        return pa.int64()
+    return engine_column(pa.nulls(0, schema.field(field_name).type)).type
+
+
+def delete_values_column(values: Sequence[Any], dtype: pa.DataType) -> pa.Array:
+    """Delete-block ordering values Java compares with the records' (same class), in the
+    engine form ``dtype``; None for the others."""
+    return pa.array(list(values), dtype)

@@ -75,3 +75,31 @@ def base_survives_sql(
     if not soft_deletes_ordered:
         guard += f" AND NOT {winner_is_delete}"
     return f"({guard} AND {greater_sql(base_ordering, winner_ordering, spec)})"
+
+
+def log_ranks_sql(
+    relation: str,
+    mode: MergeMode,
+    *,
+    key: str,
+    seq: str,
+    is_delete: str,
+    never_compared: str,
+    natural_delete: str,
+    reset: str = "_hd_reset",
+    ignored: str = "_hd_ignored",
+) -> str:
+    """``fold.rank_log_entries`` as a query: ``relation`` with its ``reset`` and ``ignored`` columns.
+
+    A delete is swallowed (event-time ordering) when its key's latest natural-order
+    delete before it is later than its latest record before it: the state
+    ``rank_log_entries`` carries from one entry to the next, as window columns."""
+    if mode is MergeMode.COMMIT_TIME_ORDERING:
+        return f"SELECT *, true AS {reset}, false AS {ignored} FROM {relation}"
+    before = f"(PARTITION BY {key} ORDER BY {seq} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+    last_natural_delete = f"coalesce(max(CASE WHEN {natural_delete} THEN {seq} END) OVER {before}, -1)"
+    last_record = f"coalesce(max(CASE WHEN NOT {is_delete} THEN {seq} END) OVER {before}, -1)"
+    return (
+        f"SELECT *, {never_compared} AS {reset}, "
+        f"({is_delete} AND {last_natural_delete} > {last_record}) AS {ignored} FROM {relation}"
+    )
