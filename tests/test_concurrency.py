@@ -31,7 +31,7 @@ from hudi_duck.core.concurrency.settings import (
     ConcurrencySettings,
     FailedWritesPolicy,
 )
-from hudi_duck.core.errors import ConcurrentWriteError, LockError, WriteConflictError, WriteError
+from hudi_duck.core.errors import ConcurrentWriteError, LockError, WriteError
 from hudi_duck.core.schema.meta_fields import RECORD_KEY
 from hudi_duck.core.table.table import HudiTable
 from hudi_duck.core.timeline.instant import Action

@@ -27,7 +27,7 @@ from hudi_duck.core.file_group.naming import parse_base_file, parse_log_file
 from hudi_duck.core.metadata import layout
 from hudi_duck.core.metadata.data_skipping import skip_slices, stat_value
 from hudi_duck.core.metadata.files_reader import MetadataTableError
-from hudi_duck.core.metadata.records import column_stats_record, partition_files_record, partition_list_record
+from hudi_duck.core.metadata.records import column_stats_record, partition_files_record
 from hudi_duck.core.storage.storage import Storage
 from hudi_duck.core.table.filters import ColumnFilter, FilterError, parse_filters
 from hudi_duck.core.table.read_plan import canonical

@@ -23,10 +23,8 @@ from hudi_duck.core.hfile.reader import open_hfile
 from hudi_duck.core.metadata import layout
 from hudi_duck.core.metadata.files_reader import files_listing
 from hudi_duck.core.metadata.records import decode_values, writer_schema_json
-from hudi_duck.core.metadata.writer import list_data_files
 from hudi_duck.core.storage.storage import Storage
 from hudi_duck.core.timeline.active import Timeline
-from hudi_duck.core.timeline.commit_metadata import CommitMetadata
 from hudi_duck.core.timeline.instant import Action
 from oracle import canonical_rows, hudi_rs_read
 

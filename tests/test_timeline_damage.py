@@ -9,7 +9,6 @@ finished instants are removed, those of live writers are not.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -26,7 +25,7 @@ from hudi_duck.core.services import clean, clustering, compaction, rollback
 from hudi_duck.core.storage.storage import Storage
 from hudi_duck.core.table.table import HudiTable
 from hudi_duck.core.timeline.commit_metadata import CommitMetadata
-from hudi_duck.core.timeline.instant import Action, State
+from hudi_duck.core.timeline.instant import Action
 from hudi_duck.core.timeline.transaction import Transaction
 from hudi_duck.core.write.handles import TaskInfo, create_files
 
