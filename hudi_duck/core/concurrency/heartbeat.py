@@ -11,6 +11,7 @@ modification time: silent for more than ``interval × hoodie.client.heartbeat.to
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -41,7 +42,14 @@ def is_alive(storage: Storage, instant_time: str, expiry_seconds: float, now: fl
 
 
 def delete_heartbeat(storage: Storage, instant_time: str) -> None:
+    """Delete the instant's heartbeat, and the heartbeat folder once it is empty: Hudi's
+    single writer leaves no ``.heartbeat`` folder behind, so neither do we."""
     storage.delete(heartbeat_path(instant_time))
+    if storage.is_local:
+        try:
+            os.rmdir(storage.abs(HEARTBEAT_FOLDER))
+        except OSError:  # another writer's heartbeat is there, or the folder is gone
+            pass
 
 
 @dataclass
@@ -64,7 +72,10 @@ class Heartbeat:
         return self
 
     def beat(self) -> None:
-        self.storage.write(heartbeat_path(self.instant_time), b"")
+        try:
+            self.storage.write(heartbeat_path(self.instant_time), b"")
+        except FileNotFoundError:  # another writer removed the empty folder just now
+            self.storage.write(heartbeat_path(self.instant_time), b"")
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_seconds):
