@@ -154,6 +154,9 @@ _OPTIONS: list[Option] = [
     Option("hoodie.table.log.file.format", "HOODIE_LOG"),
     Option("hoodie.metadata.enable", True, _bool, doc="keep the metadata table (files partition)"),
     Option("hoodie.metadata.compact.max.delta.commits", 10, _int),
+    Option("hoodie.metadata.index.column.stats.enable", False, _bool),
+    Option("hoodie.metadata.index.bloom.filter.enable", False, _bool),
+    Option("hoodie.metadata.record.index.enable", False, _bool),
     Option("hoodie.write.markers.type", "DIRECT", _choice("DIRECT", "TIMELINE_SERVER_BASED")),
     Option("hoodie.datasource.write.schema.allow.auto.evolution.column.drop", False, _bool),
     Option("hoodie.schema.on.read.enable", False, _bool),
@@ -511,5 +514,11 @@ def _check(config: WriteConfig) -> None:
         raise WriteError("hoodie.bucket.index.num.buckets must be positive")
     if v["hoodie.metadata.compact.max.delta.commits"] < 1:
         raise WriteError("hoodie.metadata.compact.max.delta.commits must be at least 1")
+    for index in ("index.column.stats", "index.bloom.filter", "record.index"):
+        if v[f"hoodie.metadata.{index}.enable"]:
+            raise WriteError(
+                f"hoodie.metadata.{index}.enable=true: the writer keeps only the metadata table's files "
+                "partition; leave it false (readers skip files with column stats where Apache Hudi wrote them)"
+            )
     if v.get("hoodie.write.markers.type") == "TIMELINE_SERVER_BASED":
         log.info("hoodie.write.markers.type=TIMELINE_SERVER_BASED: using DIRECT markers (no timeline server)")

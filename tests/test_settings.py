@@ -275,3 +275,16 @@ def test_compaction_and_clustering_write_with_the_writes_settings(small_spark, t
     rows = hudi_duck.read_snapshot(path).read_all()
     assert rows.num_rows == 4000 and set(rows.column("ts").to_pylist()) == {3}
     assert sorted(rows.column("text").to_pylist()) == sorted(_rows(4000, 3).column("text").to_pylist())
+
+
+@pytest.mark.parametrize("index", ["index.column.stats", "index.bloom.filter", "record.index"])
+def test_metadata_indexes_the_writer_does_not_build_are_refused(index):
+    """A job asking for a metadata-table index the writer does not keep fails before writing,
+    naming the option, instead of leaving a table without the index it asked for."""
+    from hudi_duck.core.errors import WriteError
+    from spark_writer.config import parse_options
+
+    options = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id"}
+    assert parse_options({**options, f"hoodie.metadata.{index}.enable": "false"}).metadata_settings.enabled
+    with pytest.raises(WriteError, match=f"hoodie.metadata.{index}.enable=true"):
+        parse_options({**options, f"hoodie.metadata.{index}.enable": "true"})
