@@ -79,8 +79,12 @@ def register_participant_factory(factory: ParticipantFactory) -> None:
 
 
 def _with_registered(timeline: "Timeline", participants: Iterable[CommitParticipant]) -> list[CommitParticipant]:
+    """``participants`` plus the registered ones; the metadata table's comes first, whoever
+    commits (a table that lists it is never left stale by a commit that did not know of it)."""
+    from ..metadata.writer import participant_for  # imported here: it builds on this module
+
     out = list(participants)
-    for factory in _PARTICIPANT_FACTORIES:
+    for factory in [participant_for, *(f for f in _PARTICIPANT_FACTORIES if f is not participant_for)]:
         participant = factory(timeline)
         if participant is not None:
             out.append(participant)
