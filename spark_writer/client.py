@@ -282,8 +282,13 @@ class WriteClient:
         data_schema, avro_schema = self.writer_schema(df, table)
         self._check_fields(df, cfg, data_schema)
         is_mor = table.config.is_mor if table is not None else cfg.is_mor
-        prepare.refuse_null_ordering(prepare.strip_meta_columns(df), cfg, operation, is_mor, self.path)
-        prepare.refuse_null_keys(prepare.strip_meta_columns(df), cfg, operation, self.path)
+        try:  # these read the input: an error of the job's own code there reaches the user whole
+            prepare.refuse_null_ordering(prepare.strip_meta_columns(df), cfg, operation, is_mor, self.path)
+            prepare.refuse_null_keys(prepare.strip_meta_columns(df), cfg, operation, self.path)
+        except HudiError:
+            raise
+        except Exception as exc:
+            raise _clear_error(exc, self.path) from exc
         if replace_folder:
             log.warning("overwrite of %s, a folder that is not a Hudi table: deleting its files", self.path)
             self.storage.delete("", recursive=True)

@@ -100,6 +100,11 @@ class ListingCounter:
 
 @contextmanager
 def counting_listings(monkeypatch, root: str):
+    """Count listings of ``root``'s data folders while planning afresh (no plan cached from an
+    earlier read of the same table)."""
+    from hudi_duck.duck.planner import clear_plan_cache
+
+    clear_plan_cache()
     counter = ListingCounter(root)
     with monkeypatch.context() as patch:
         for name in LISTING_CALLS:

@@ -280,6 +280,7 @@ def plan_snapshot(
     (inspection views list what is there instead)."""
     as_of = parse_query_time("as_of", as_of, table.base_uri)
     table.config.check_readable()
+    table = _table_as_of(table, as_of)
     typed = _parse_filters(table, filters)
     view = table.file_system_view
     partitions = tuple(partitions) if partitions else None
@@ -312,6 +313,7 @@ def plan_read_optimized(
 ) -> ReadPlan:
     as_of = parse_query_time("as_of", as_of, table.base_uri)
     table.config.check_readable()
+    table = _table_as_of(table, as_of)
     typed = _parse_filters(table, filters)
     view = table.file_system_view
     partitions = tuple(partitions) if partitions else None
@@ -333,6 +335,21 @@ def plan_read_optimized(
     )
 
 
+
+def _table_as_of(table: HudiTable, since: str | None) -> HudiTable:
+    """``table``, or the same table listed from storage when a ``delete_partition`` completed
+    after ``since``: the metadata table drops deleted partitions from its partition list, so
+    it cannot answer for a time before the deletion (their files stay until cleaned)."""
+    if since is None or not table.uses_metadata_table:
+        return table
+    timeline = table.timeline
+    for instant in timeline.completed([Action.REPLACE_COMMIT]):
+        if instant.requested_time > since:
+            operation = (timeline.commit_metadata(instant).operation_type or "").upper()
+            if operation == "DELETE_PARTITION":
+                return HudiTable(table.base_uri, table.storage.storage_options, metadata_enable=False)
+    return table
+
 def _window_key(table: HudiTable, instant: Instant) -> str:
     """Time an incremental window compares: requested (v6) or completion (v8+)."""
     if table.config.version >= 8 and instant.completion_time:
@@ -350,6 +367,7 @@ def plan_incremental(
     """Rows of the commits in ``(begin, end]``; ``begin`` None (or '000' / 'earliest') starts at the first commit."""
     begin = parse_query_time("begin_time", begin, table.base_uri)
     end = parse_query_time("end_time", end, table.base_uri)
+    table = _table_as_of(table, end)
     table.config.check_readable()
     typed = _parse_filters(table, filters)
     if not table.has_meta_fields:
