@@ -269,7 +269,9 @@ def test_leftovers_are_removed_but_not_those_of_live_writers(fresh_fixture, tmp_
     live.go()
     assert live.outcome()["ok"]
     assert not live_markers.exists()
-    assert sorted(p.name for p in (hoodie / ".heartbeat").iterdir()) == []
+    # no heartbeat is left (the folder goes with the last one, as Hudi's single writer leaves none)
+    beats = hoodie / ".heartbeat"
+    assert not beats.exists() or sorted(p.name for p in beats.iterdir()) == []
 
 
 @pytest.mark.parametrize("how", ["half", "empty"])
