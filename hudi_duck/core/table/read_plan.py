@@ -278,30 +278,7 @@ def plan_snapshot(
 ) -> ReadPlan:
     """``check_files``: fail when a data file a completed commit wrote is missing or cut short
     (inspection views list what is there instead)."""
-    as_of = parse_query_time("as_of", as_of, table.base_uri)
-    table.config.check_readable()
-    table = _table_as_of(table, as_of)
-    typed = _parse_filters(table, filters)
-    view = table.file_system_view
-    partitions = tuple(partitions) if partitions else None
-    replaced = frozenset(view.replaced_file_groups(as_of))
-    slices = view.latest_slices(as_of=as_of, partitions=partitions, replaced=replaced)
-    instants = view.committed_instants(until=as_of)
-    if check_files:
-        check_plan_files(view, slices, instants, replaced, partitions)
-    slices, skipped = _skip(table, slices, typed, latest=as_of is None)
-    return _plan(
-        table,
-        QueryType.SNAPSHOT,
-        slices,
-        instants,
-        options,
-        as_of=as_of,
-        replaced=replaced,
-        partitions=partitions,
-        filters=typed,
-        skipped_slices=skipped,
-    )
+    return _plan_latest(table, QueryType.SNAPSHOT, as_of, partitions, options, filters, check_files)
 
 
 def plan_read_optimized(
@@ -311,21 +288,38 @@ def plan_read_optimized(
     options: ReadOptions = ReadOptions(),
     filters: FilterSpec = None,
 ) -> ReadPlan:
+    return _plan_latest(table, QueryType.READ_OPTIMIZED, as_of, partitions, options, filters, True)
+
+
+def _plan_latest(
+    table: HudiTable,
+    query_type: QueryType,
+    as_of: str | None,
+    partitions: Iterable[str] | None,
+    options: ReadOptions,
+    filters: FilterSpec,
+    check_files: bool,
+) -> ReadPlan:
+    """The latest file slices as of ``as_of``: snapshot reads merge their logs, read-optimized
+    reads take base files only (and count no instants)."""
     as_of = parse_query_time("as_of", as_of, table.base_uri)
     table.config.check_readable()
     table = _table_as_of(table, as_of)
     typed = _parse_filters(table, filters)
     view = table.file_system_view
+    read_optimized = query_type is QueryType.READ_OPTIMIZED
     partitions = tuple(partitions) if partitions else None
     replaced = frozenset(view.replaced_file_groups(as_of))
-    slices = view.latest_slices(as_of=as_of, partitions=partitions, read_optimized=True, replaced=replaced)
-    check_plan_files(view, slices, view.committed_instants(until=as_of), replaced, partitions, read_logs=False)
+    slices = view.latest_slices(as_of=as_of, partitions=partitions, read_optimized=read_optimized, replaced=replaced)
+    instants = view.committed_instants(until=as_of)
+    if check_files:
+        check_plan_files(view, slices, instants, replaced, partitions, read_logs=not read_optimized)
     slices, skipped = _skip(table, slices, typed, latest=as_of is None)
     return _plan(
         table,
-        QueryType.READ_OPTIMIZED,
+        query_type,
         slices,
-        None,
+        None if read_optimized else instants,
         options,
         as_of=as_of,
         replaced=replaced,
@@ -333,7 +327,6 @@ def plan_read_optimized(
         filters=typed,
         skipped_slices=skipped,
     )
-
 
 
 def _table_as_of(table: HudiTable, since: str | None) -> HudiTable:
