@@ -27,6 +27,27 @@ def _name(path: str | None) -> str | None:
 # -- shared ------------------------------------------------------------------------------------
 
 
+class _SliceFiles:
+    """The files of one file slice as plans name them (compaction operations, clustering slices)."""
+
+    partition_path: str | None
+    data_file_path: str | None
+    delta_file_paths: list[str] | None
+
+    @property
+    def partition(self) -> str:
+        """The partition path ('' for a non-partitioned table)."""
+        return self.partition_path or ""
+
+    @property
+    def base_file_name(self) -> str | None:
+        return _name(self.data_file_path)
+
+    @property
+    def log_file_names(self) -> tuple[str, ...]:
+        return tuple(posixpath.basename(p) for p in self.delta_file_paths or ())
+
+
 @dataclass
 class InstantInfo(HudiRecord):
     """``HoodieInstantInfo``: an instant a rollback or restore undoes."""
@@ -48,7 +69,7 @@ class ActionInstant(HudiRecord):
 
 
 @dataclass
-class CompactionOperation(HudiRecord):
+class CompactionOperation(_SliceFiles, HudiRecord):
     """One file slice of a compaction plan (``HoodieCompactionOperation``)."""
 
     base_instant_time: str | None = hudi(None)
@@ -58,19 +79,6 @@ class CompactionOperation(HudiRecord):
     partition_path: str | None = hudi(None)
     metrics: dict[str, float] | None = hudi(None)
     bootstrap_file_path: str | None = hudi(None)
-
-    @property
-    def partition(self) -> str:
-        """The partition path ('' for a non-partitioned table)."""
-        return self.partition_path or ""
-
-    @property
-    def base_file_name(self) -> str | None:
-        return _name(self.data_file_path)
-
-    @property
-    def log_file_names(self) -> tuple[str, ...]:
-        return tuple(posixpath.basename(p) for p in self.delta_file_paths or ())
 
 
 @dataclass
@@ -102,7 +110,7 @@ class CompactionPlan(TimelinePayload):
 
 
 @dataclass
-class SliceInfo(HudiRecord):
+class SliceInfo(_SliceFiles, HudiRecord):
     """One input file slice of a clustering group (``HoodieSliceInfo``)."""
 
     data_file_path: str | None = hudi(None)
@@ -111,18 +119,6 @@ class SliceInfo(HudiRecord):
     partition_path: str | None = hudi(None)
     bootstrap_file_path: str | None = hudi(None)
     version: int | None = hudi(1)
-
-    @property
-    def partition(self) -> str:
-        return self.partition_path or ""
-
-    @property
-    def base_file_name(self) -> str | None:
-        return _name(self.data_file_path)
-
-    @property
-    def log_file_names(self) -> tuple[str, ...]:
-        return tuple(posixpath.basename(p) for p in self.delta_file_paths or ())
 
 
 @dataclass
