@@ -215,10 +215,11 @@ def _block(magic: bytes, payload: bytes, gz: bool = False, checksum: bool = True
     if gz:
         comp = zlib.compressobj(wbits=31)
         body = comp.compress(payload) + comp.flush()
-    checksums = struct.pack(">I", zlib.crc32(body)) if checksum else b""  # one chunk; not verified
+    checksum_bytes = 4 if checksum else 0  # one CRC32 chunk of header + body
     header = magic + struct.pack(
-        ">iiqbii", len(body) + len(checksums), len(payload), -1, 1 if checksum else 0, 16384, 33 + len(body)
+        ">iiqbii", len(body) + checksum_bytes, len(payload), -1, 1 if checksum else 0, 16384, 33 + len(body)
     )
+    checksums = struct.pack(">I", zlib.crc32(header + body)) if checksum else b""
     return header + body + checksums
 
 
@@ -411,3 +412,56 @@ def test_error_is_never_a_raw_exception():
             read_hfile(bad, "fuzz.hfile")
         except (CorruptFileError, UnsupportedFeatureError):
             pass
+
+
+def _first_block_layout(data: bytes) -> tuple[int, int, int]:
+    """(checksum type, payload end, block end) of the first block."""
+    on_disk_size, _, _, checksum_type, _, data_size_with_header = struct.unpack_from(">iiqbii", data, 8)
+    return checksum_type, data_size_with_header, 33 + on_disk_size
+
+
+def _checksummed_hfiles(sample_hfiles) -> list[tuple[str, bytes]]:
+    """HBase-written fixture HFiles (CRC32C), the synthetic CRC32 one and one of our writer's."""
+    from hudi_duck.core.hfile.writer import HFileWriter
+
+    writer = HFileWriter()
+    for row in (b"k1", b"k2", b"k3"):
+        writer.append(row, row * 40)
+    ours = ("ours.hfile", writer.finish())
+    checked = [(name, data) for name, data in sample_hfiles if _first_block_layout(data)[0] != 0]
+    assert any(data[24] == 2 for _, data in checked), "no HBase-written (CRC32C) fixture HFile"
+    return checked + [ours]
+
+
+def test_flipped_byte_fails_the_block_checksum(sample_hfiles):
+    """A flip that leaves every size intact (inside a value, or in a stored checksum) is
+    caught by the block checksum, as HBase does; the error names the file and the block."""
+    for name, data in _checksummed_hfiles(sample_hfiles):
+        _, payload_end, block_end = _first_block_layout(data)
+        for offset in (33, (33 + payload_end) // 2, payload_end - 1, payload_end, block_end - 1):
+            bad = _patch(data, offset, bytes([data[offset] ^ 0x01]))
+            with pytest.raises(CorruptFileError, match=re.escape(name) + r".*checksum"):
+                read_hfile(bad, name)
+
+
+def test_checksum_type_and_size_are_checked(sample_hfiles):
+    name, data = _checksummed_hfiles(sample_hfiles)[0]
+    with pytest.raises(CorruptFileError, match="unknown checksum type 9"):
+        read_hfile(_patch(data, 24, b"\x09"), name)
+    with pytest.raises(CorruptFileError, match="bytes per checksum"):
+        read_hfile(_patch(data, 25, struct.pack(">i", 0)), name)
+
+
+def test_checksum_types_of_apache_writers(metadata_tables):
+    """HBase's writer (Hudi up to 1.0) puts CRC32C of 16 KiB chunks after every block, and
+    they verify; Hudi 1.1's own writer marks blocks NULL (nothing to verify), and they read."""
+    seen = set()
+    for fixture, mdt in metadata_tables.items():
+        for path in _hfiles(mdt):
+            data = path.read_bytes()
+            checksum_type = _first_block_layout(data)[0]
+            seen.add((fixture.split("/")[-1][:2], checksum_type))
+            if checksum_type:
+                assert checksum_type == 2 and struct.unpack_from(">i", data, 25)[0] == 16 * 1024
+            read_hfile(data, path.name)
+    assert ("v8", 2) in seen and ("v9", 0) in seen, seen

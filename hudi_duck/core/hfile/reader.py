@@ -27,7 +27,9 @@ Every block starts with a 33-byte header (v3 always carries checksum fields)::
     4  on-disk data size with header (header + payload, no checksums)
 
 followed by the (possibly compressed) payload and then one 4-byte checksum per
-chunk. Checksums are skipped, not verified.
+chunk of header plus payload. Every block's checksums are verified (as HBase does
+with ``hbase.regionserver.checksum.verify``, on by default): a mismatch is a
+:class:`CorruptFileError` naming the file, block and chunk.
 
 A data block payload is a run of cells::
 
@@ -56,6 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CorruptFileError, UnsupportedFeatureError
+from .checksum import CHECKSUM_NAMES, CHECKSUM_NULL, checksum_size, first_mismatch
 
 TRAILER_SIZE = 4096
 TRAILER_MAGIC = b'TRABLK"$'
@@ -333,7 +336,7 @@ def read_block(data: bytes, offset: int, limit: int, codec: int, source: str = "
     magic = data[offset : offset + 8]
     if magic not in KNOWN_BLOCK_MAGICS:
         raise CorruptFileError(f"{name}: unknown HFile block magic {magic!r} at offset {offset}")
-    on_disk_size, uncompressed_size, _prev, _checksum_type, _bytes_per_checksum, data_size_with_header = (
+    on_disk_size, uncompressed_size, _prev, checksum_type, bytes_per_checksum, data_size_with_header = (
         struct.unpack_from(">iiqbii", data, offset + 8)
     )
     block_end = offset + BLOCK_HEADER_SIZE + on_disk_size
@@ -348,6 +351,7 @@ def read_block(data: bytes, offset: int, limit: int, codec: int, source: str = "
             f"{name}: HFile block {magic!r} at {offset} has inconsistent sizes "
             f"(on-disk {on_disk_size}, data with header {data_size_with_header}, limit {limit})"
         )
+    _verify_checksums(data, offset, payload_end, block_end, checksum_type, bytes_per_checksum, magic, name)
     raw = data[offset + BLOCK_HEADER_SIZE : payload_end]
     if codec == CODEC_NONE:
         payload = raw
@@ -364,6 +368,40 @@ def read_block(data: bytes, offset: int, limit: int, codec: int, source: str = "
             f"header says {uncompressed_size}"
         )
     return HFileBlock(magic=magic, offset=offset, next_offset=block_end, payload=payload)
+
+
+def _verify_checksums(
+    data: bytes,
+    offset: int,
+    payload_end: int,
+    block_end: int,
+    checksum_type: int,
+    bytes_per_checksum: int,
+    magic: bytes,
+    name: str,
+) -> None:
+    """Check the block's stored checksums against its header plus on-disk payload."""
+    if checksum_type not in CHECKSUM_NAMES:
+        raise CorruptFileError(f"{name}: HFile block {magic!r} at {offset} has unknown checksum type {checksum_type}")
+    if checksum_type == CHECKSUM_NULL:
+        return
+    if bytes_per_checksum <= 0:
+        raise CorruptFileError(
+            f"{name}: HFile block {magic!r} at {offset} has {bytes_per_checksum} bytes per checksum"
+        )
+    expected = checksum_size(checksum_type, payload_end - offset, bytes_per_checksum)
+    if block_end - payload_end != expected:
+        raise CorruptFileError(
+            f"{name}: HFile block {magic!r} at {offset} carries {block_end - payload_end} checksum bytes, "
+            f"its size needs {expected}"
+        )
+    view = memoryview(data)
+    chunk = first_mismatch(view[offset:payload_end], view[payload_end:block_end], checksum_type, bytes_per_checksum)
+    if chunk is not None:
+        raise CorruptFileError(
+            f"{name}: HFile block {magic!r} at {offset} fails its {CHECKSUM_NAMES[checksum_type]} checksum "
+            f"(chunk {chunk}, bytes {offset + chunk * bytes_per_checksum}..); the file is damaged"
+        )
 
 
 def _gunzip(raw: bytes) -> bytes:

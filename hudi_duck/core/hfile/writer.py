@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..errors import HudiError
+from .checksum import CHECKSUM_CRC32C, block_checksums, checksum_size, crc32c
 from .reader import (
     BLOCK_HEADER_SIZE,
     CODEC_GZ,
@@ -70,7 +71,6 @@ DEFAULT_INDEX_CHUNK_SIZE = 128 * 1024
 DEFAULT_INDEX_MIN_ENTRIES = 16
 #: ``hbase.bytes.per.checksum`` default.
 DEFAULT_BYTES_PER_CHECKSUM = 16 * 1024
-CHECKSUM_CRC32C = 2
 
 #: HFile v3 with the protobuf trailer (minor version 3).
 MAJOR_VERSION = 3
@@ -135,28 +135,6 @@ class HFileWriterOptions:
 
 
 # -- encodings -------------------------------------------------------------------------------
-
-
-def _crc32c_table() -> list[int]:
-    table = []
-    for n in range(256):
-        crc = n
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
-        table.append(crc)
-    return table
-
-
-_CRC32C_TABLE = _crc32c_table()
-
-
-def crc32c(data: bytes, crc: int = 0) -> int:
-    """CRC-32C (Castagnoli), the checksum HBase puts after every block by default."""
-    crc ^= 0xFFFFFFFF
-    table = _CRC32C_TABLE
-    for byte in data:
-        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
 
 
 def pb_varint(value: int) -> bytes:
@@ -311,7 +289,7 @@ class _BlockWriter:
         data = java_gzip(payload) if self.options.codec == CODEC_GZ else payload
         data_size_with_header = BLOCK_HEADER_SIZE + len(data)
         chunk = self.options.bytes_per_checksum
-        checksum_bytes = 4 * ((data_size_with_header + chunk - 1) // chunk)
+        checksum_bytes = checksum_size(CHECKSUM_CRC32C, data_size_with_header, chunk)
         header = magic + struct.pack(
             ">iiqbii",
             len(data) + checksum_bytes,
@@ -322,9 +300,7 @@ class _BlockWriter:
             data_size_with_header,
         )
         block = header + data
-        checksums = b"".join(
-            struct.pack(">I", crc32c(block[start : start + chunk])) for start in range(0, len(block), chunk)
-        )
+        checksums = block_checksums(block, CHECKSUM_CRC32C, chunk)
         self.out += block
         self.out += checksums
         self._previous_by_magic[magic] = offset
