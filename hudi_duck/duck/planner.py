@@ -21,6 +21,7 @@ from ..core.table.read_plan import (
 from ..core.storage.storage import Storage, get_storage
 from ..core.table.filters import FilterSpec
 from ..core.table.table import HudiTable
+from . import cache
 from .sql import SqlRenderer
 
 log = logging.getLogger("hudi_duck")
@@ -82,10 +83,12 @@ class _PlanKey:
     filters: str = "None"
 
 
-@dataclass(frozen=True)
+@dataclass
 class _CachedPlan:
     timeline_state: tuple
     plan: ReadPlan
+    #: The rendered SQL of a plan that merges nothing (rendering it again gives the same text).
+    sql: str | None = None
 
 
 _PLANS: "OrderedDict[_PlanKey, _CachedPlan]" = OrderedDict()
@@ -166,4 +169,15 @@ def plan_sql(
     key = _PlanKey(
         kind, path, first, second, repr(sorted((k, repr(v)) for k, v in options.items())), read_options, repr(filters)
     )
-    return render_plan(cached_plan(key, options, filters))
+    plan = cached_plan(key, options, filters)
+    if plan.slices_with_logs:  # merges are registered with ``lazy`` afresh on every render
+        return render_plan(plan)
+    with _PLANS_LOCK:
+        entry = _PLANS.get(key)
+    if entry is not None and entry.plan is plan and entry.sql is not None:
+        cache.schema_file(plan.schema)  # the file the SQL binds to, rebuilt if it was removed
+        return entry.sql
+    sql = render_plan(plan)
+    if entry is not None and entry.plan is plan:
+        entry.sql = sql
+    return sql

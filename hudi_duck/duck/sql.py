@@ -33,6 +33,8 @@ FILENAME_COL = "_hd_filename"
 #: Above this many partition folders, a folder's values are looked up in a MAP instead of a CASE.
 MAX_CASE_FOLDERS = 16
 ROW_COL = "file_row_number"
+#: Prefix of a partition column's value as stored in the file, beside the folder's value.
+STORED_PREFIX = "_hd_stored_"
 
 
 def quote_ident(name: str) -> str:
@@ -87,24 +89,33 @@ class SqlRenderer:
             out[folder] = values if renderable else None
         return out
 
-    def _projection(self, partition_dirs: dict[str, dict] | None = None) -> str:
-        """Output columns; partition columns of prunable files come from the path.
+    def _projection(self) -> str:
+        """Output columns, in the table schema's order."""
+        return ", ".join(quote_ident(f.name) for f in self.schema)
+
+    def _branch(self, scan: str, partition_dirs: dict[str, dict] | None, *conditions: str) -> str:
+        """One ``SELECT`` over ``scan``; partition columns of prunable files come from the path.
 
         Taking a partition value from the file's folder (as Hive and Hudi's
-        partition pruning do) lets DuckDB skip whole files on a partition
-        filter without opening them.
+        partition pruning do) lets DuckDB skip whole files on a partition filter
+        without opening them. The folder value is computed once per row, in an
+        inner projection, and the file's own value is kept beside it for the guard.
         """
         if not partition_dirs:
-            return ", ".join(quote_ident(f.name) for f in self.schema)
-        columns = []
+            return f"SELECT {self._projection()} FROM {scan}{self._where_with(*conditions)}"
+        inner = []
         for fld in self.schema:
-            if fld.name not in self.plan.partition_columns:
-                columns.append(quote_ident(fld.name))
-                continue
-            columns.append(f"{self._folder_value_sql(fld.name, partition_dirs)} AS {quote_ident(fld.name)}")
-        return ", ".join(columns)
+            name = quote_ident(fld.name)
+            if fld.name in self.plan.partition_columns:
+                inner.append(f"{self._folder_value_sql(fld.name, partition_dirs)} AS {name}")
+                inner.append(f"{name} AS {quote_ident(STORED_PREFIX + fld.name)}")
+            else:
+                inner.append(name)
+        inner.extend(quote_ident(c) for c in (FILENAME_COL, ROW_COL) if any(c in cond for cond in conditions))
+        where = self._where_with(*conditions, self._path_value_guard())
+        return f"SELECT {self._projection()} FROM (SELECT {', '.join(inner)} FROM {scan}){where}"
 
-    def _path_value_guard(self, partition_dirs: dict[str, dict] | None) -> str:
+    def _path_value_guard(self) -> str:
         """A row check that a file's own partition values equal its folder's.
 
         They differ only in tables where a global index kept a record in its old
@@ -113,12 +124,10 @@ class SqlRenderer:
         value; rather than silently return the folder's, the query fails and says
         how to read such a table.
         """
-        if not partition_dirs:
-            return ""
-        checks = []
-        for name in self.plan.partition_columns:
-            folder = self._folder_value_sql(name, partition_dirs)
-            checks.append(f"{quote_ident(name)} IS NOT DISTINCT FROM {folder}")
+        checks = [
+            f"{quote_ident(name)} IS NOT DISTINCT FROM {quote_ident(STORED_PREFIX + name)}"
+            for name in self.plan.partition_columns
+        ]
         message = quote_literal(
             f"Hudi table {self.plan.base_uri}: a record's partition column differs from its partition folder "
             "(written with a global index and update.partition.path=false); read it with "
@@ -197,8 +206,7 @@ class SqlRenderer:
         branches = []
         for files, evolved, dirs in self._group_base_files(self.plan.base_only_slices):
             self.stats.base_files += len(files)
-            where = self._where_with(self._path_value_guard(dirs))
-            branches.append(f"SELECT {self._projection(dirs)} FROM {self._scan(files, evolved)}{where}")
+            branches.append(self._branch(self._scan(files, evolved), dirs))
         return branches
 
     def _merge_branches(self) -> list[str]:
@@ -233,13 +241,10 @@ class SqlRenderer:
         keep = f"{lazy.KEEP_FUNCTION}({quote_literal(token)}, {quote_ident(FILENAME_COL)}, {ROW_COL})"
         for files, evolved, dirs in self._group_base_files(with_base):
             self.stats.base_files += len(files)
-            scan = self._scan(files, evolved, with_rows=True)
-            where = self._where_with(keep, self._path_value_guard(dirs))
-            branches.append(f"SELECT {self._projection(dirs)} FROM {scan}{where}")
+            branches.append(self._branch(self._scan(files, evolved, with_rows=True), dirs, keep))
         for files, dirs in ((prunable_logs, log_dirs), (log_files, None)):
             if files:
-                where = self._where_with(self._path_value_guard(dirs))
-                branches.append(f"SELECT {self._projection(dirs)} FROM {self._scan(files, False)}{where}")
+                branches.append(self._branch(self._scan(files, False), dirs))
         return branches
 
     def render(self) -> str:
