@@ -1,0 +1,149 @@
+"""Memory of merging one large file slice: a base file and a log of N updates of it.
+
+    python bench/bench_merge_memory.py --records 5000000          # builds once, then measures
+    python bench/bench_merge_memory.py --records 500000 --memory-limit 512MB
+
+The table is merge-on-read, not partitioned, with one file group: ``--records`` rows
+bulk-inserted into one base file, then every row updated by one upsert, so the only
+file slice has a base file of N rows and a log of N records (Avro data blocks).
+
+Each case runs in a fresh Python process (so peak memory is the case's alone) with an
+empty merge cache: ``SELECT count(*), sum(fare)`` of the snapshot through
+``hudi_snapshot`` (DuckDB's ``memory_limit`` set to ``--memory-limit``), and hudi-rs
+reading the same snapshot to Arrow. It reports wall time and peak resident memory
+(``ru_maxrss``); both results are checked equal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import DEFAULT_DATA_DIR, environment, fmt_s, remove, table  # noqa: E402
+
+QUERY = "SELECT count(*) AS n, round(sum(fare), 2) AS fare FROM {src}"
+
+_HUDI_DUCK_CASE = """
+import json, os, resource, sys, time
+import hudi_duck
+path, limit = sys.argv[1], sys.argv[2]
+con = hudi_duck.connect()
+con.execute(f"SET memory_limit = '{limit}'")
+con.execute("SET enable_progress_bar = false")
+started = time.perf_counter()
+row = con.execute(__QUERY__.format(src=f"hudi_snapshot('{path}')")).fetchone()
+seconds = time.perf_counter() - started
+print("RESULT", json.dumps({"seconds": seconds, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "row": list(row)}))
+"""
+
+_HUDI_RS_CASE = """
+import json, resource, sys, time
+import duckdb
+from hudi import HudiReadOptions, HudiTableBuilder
+path = sys.argv[1]
+started = time.perf_counter()
+batches = HudiTableBuilder.from_base_uri(path).build().read(HudiReadOptions())
+import pyarrow as pa
+snapshot = pa.Table.from_batches(batches)
+row = duckdb.connect().execute(__QUERY__.format(src="snapshot")).fetchone()
+seconds = time.perf_counter() - started
+print("RESULT", json.dumps({"seconds": seconds, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "row": list(row)}))
+"""
+
+
+def build(path: Path, records: int) -> dict:
+    """One file group: N rows bulk-inserted, then all N updated into its log."""
+    from common import spark_session
+    from data import hudi_options, trips
+    from pyspark.sql import functions as F
+
+    import spark_writer
+
+    spark = spark_session("hudi-duck-bench-merge-memory", shuffle_partitions=1)
+    opts = {
+        "hoodie.datasource.write.partitionpath.field": "",
+        "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+        "hoodie.bulkinsert.shuffle.parallelism": "1",
+        "hoodie.upsert.shuffle.parallelism": "1",
+        "hoodie.parquet.max.file.size": str(64 * 1024**3),
+        "hoodie.logfile.max.size": str(64 * 1024**3),
+    }
+    remove(path)
+    rows = trips(spark, records, 1).cache()
+    rows.count()
+    started = time.perf_counter()
+    spark_writer.write(rows, str(path), hudi_options("bench_merge_memory", "MERGE_ON_READ", "bulk_insert", **opts))
+    inserted = time.perf_counter() - started
+    updates = rows.withColumn("fare", F.col("fare") + F.lit(1.0)).withColumn("ts", F.col("ts") + F.lit(1))
+    started = time.perf_counter()
+    spark_writer.write(updates, str(path), hudi_options("bench_merge_memory", "MERGE_ON_READ", "upsert", **opts))
+    updated = time.perf_counter() - started
+    spark.stop()
+    return {"records": records, "bulk_insert_s": inserted, "upsert_s": updated}
+
+
+def run_case(source: str, path: Path, *args: str) -> dict:
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix="hudi_duck_merge_memory_cache_") as cache:
+        env["HUDI_DUCK_CACHE_DIR"] = cache
+        out = subprocess.run(
+            [sys.executable, "-c", source.replace("__QUERY__", repr(QUERY)), str(path), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+    if out.returncode != 0:
+        return {"error": (out.stderr or out.stdout).strip().splitlines()[-3:], "returncode": out.returncode}
+    lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
+    if not lines:
+        return {"error": out.stdout.strip().splitlines()[-3:], "returncode": out.returncode}
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=5_000_000)
+    ap.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
+    ap.add_argument("--memory-limit", default="1GB", help="DuckDB memory_limit for the hudi-duck query")
+    ap.add_argument("--rebuild", action="store_true")
+    args = ap.parse_args(argv)
+
+    path = Path(args.data_dir) / f"merge-memory-{args.records}"
+    manifest = path.parent / f"merge-memory-{args.records}.json"
+    if args.rebuild or not manifest.exists():
+        info = build(path, args.records)
+        manifest.write_text(json.dumps(info))
+    info = json.loads(manifest.read_text())
+
+    import hudi_duck
+
+    slices = hudi_duck.open_table(str(path)).file_slices()
+    assert len(slices) == 1 and slices[0]["num_log_files"] >= 1, slices
+    ours = run_case(_HUDI_DUCK_CASE, path, args.memory_limit)
+    theirs = run_case(_HUDI_RS_CASE, path)
+    agree = "row" in ours and "row" in theirs and ours["row"] == theirs["row"]
+    env = environment()
+    print(f"machine: {env.get('cpus')} cpus, {env.get('mem_total_kb', 0) / 1024**2:.0f} GB; load {os.getloadavg()[0]:.1f}")
+    print(f"one file slice: {args.records:,} base rows + {args.records:,} log records "
+          f"({slices[0]['total_size'] / 1e6:.0f} MB on disk); built in {info['bulk_insert_s']:.0f}s + {info['upsert_s']:.0f}s")
+    rows = []
+    for name, case in ((f"hudi_snapshot, memory_limit {args.memory_limit}", ours), ("hudi-rs read_snapshot + DuckDB", theirs)):
+        if "error" in case:
+            rows.append([name, "failed", "-", " ".join(case["error"])])
+        else:
+            rows.append([name, fmt_s(case["seconds"]), f"{case['rss_mb']:.0f}", str(case["row"])])
+    print(table(["case", "seconds", "peak RSS MB", "result"], rows))
+    print(f"results agree: {agree}")
+    return 0 if agree else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
