@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import pyarrow as pa
 
 from .core.table.filters import FilterSpec
-from .core.table.read_plan import QueryType, ReadOptions, ReadPlan
+from .core.table.read_plan import QueryType, ReadOptions, ReadPlan, plan_fresh
 from .core.table.table import HudiTable
 from .duck.inspect import inspect as _inspect
 from .duck.planner import make_plan, render_plan
@@ -92,7 +92,15 @@ class HudiTableReader:
     ) -> ReadPlan:
         """The read plan of a query (``kind``: snapshot, read_optimized, incremental; times as
         the read methods take them): a value, the same one the SQL functions run."""
-        return make_plan(kind, self.table, first, second, self.options, filters)
+        tables = iter([self.table])
+
+        def open_table() -> HudiTable:  # the opened table first, then fresh listings
+            self.table = next(tables, None) or HudiTable(
+                self.table.base_uri, self.table.storage.storage_options, metadata_enable=self.metadata_enable
+            )
+            return self.table
+
+        return plan_fresh(open_table, lambda table: make_plan(kind, table, first, second, self.options, filters))
 
     def _read(self, kind: str, first: str | None, second: str | None, columns, filter, filters) -> pa.RecordBatchReader:
         sql = render_plan(self.plan(kind, first, second, filters))

@@ -165,3 +165,57 @@ def test_bad_as_of_is_reported(con, fixture_tables):
     path = fixture_tables[COW_V6]
     with pytest.raises(Exception, match="not an instant time"):
         arrow_table(con.sql(f"SELECT * FROM hudi_snapshot('{path}', as_of := 'yesterday')"))
+
+
+def test_plan_again_when_a_listed_timeline_file_vanishes(tmp_path, monkeypatch):
+    """Archival deletes instant files while readers plan: a listing that names a file gone a
+    moment later is listed again (as Hudi's readers reload the timeline), not an error."""
+    import shutil
+
+    import hudi_duck
+    from hudi_duck.core.errors import TimelineChangedError
+    from hudi_duck.core.timeline import active
+    from hudi_duck.duck.planner import clear_plan_cache
+
+    from fixtures import fixture_zips, fixture_id, unzip_fixture
+
+    zip_path = next(z for z in fixture_zips() if fixture_id(z).endswith("cow/v6_nonpartitioned"))
+    path = unzip_fixture(zip_path, tmp_path)
+    expected = hudi_duck.connect().execute(f"SELECT count(*) FROM hudi_snapshot('{path}')").fetchone()
+    real = active.Timeline.read_details
+    calls = {"n": 0}
+
+    def vanishing_once(self, instant):
+        calls["n"] += 1
+        if calls["n"] == 1:  # the first read of a listed file finds it gone
+            raise TimelineChangedError(f"{instant} was listed but is gone")
+        return real(self, instant)
+
+    monkeypatch.setattr(active.Timeline, "read_details", vanishing_once)
+    clear_plan_cache()
+    assert hudi_duck.connect().execute(f"SELECT count(*) FROM hudi_snapshot('{path}')").fetchone() == expected
+    calls["n"] = 0
+    assert hudi_duck.open_table(path).snapshot().read_all().num_rows == expected[0]
+
+    def always_gone(self, instant):
+        raise TimelineChangedError(f"{instant} was listed but is gone")
+
+    monkeypatch.setattr(active.Timeline, "read_details", always_gone)
+    clear_plan_cache()
+    with pytest.raises(Exception, match="was listed but is gone"):
+        hudi_duck.connect().execute(f"SELECT count(*) FROM hudi_snapshot('{path}')").fetchone()
+    shutil.rmtree(path)
+
+
+def test_a_vanished_timeline_file_is_a_changed_timeline(tmp_path):
+    from hudi_duck.core.errors import TimelineChangedError
+    from hudi_duck.core.table.table import HudiTable
+
+    from fixtures import fixture_zips, fixture_id, unzip_fixture
+
+    zip_path = next(z for z in fixture_zips() if fixture_id(z).endswith("cow/v6_nonpartitioned"))
+    table = HudiTable(unzip_fixture(zip_path, tmp_path))
+    instant = table.timeline.completed_writes[-1]
+    Path(table.storage.abs(table.timeline.file_of(instant))).unlink()
+    with pytest.raises(TimelineChangedError, match="listed but is gone"):
+        table.timeline.read_details(instant)

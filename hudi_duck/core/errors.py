@@ -35,6 +35,11 @@ class TimelineError(HudiError):
     """The timeline is inconsistent or an instant cannot be resolved."""
 
 
+class TimelineChangedError(TimelineError):
+    """A timeline file listed a moment ago is gone (archived, cleaned up or rolled back since):
+    the listing is stale, and planning again from a fresh listing resolves it."""
+
+
 class SchemaError(HudiError):
     """A schema cannot be converted or evolved as requested."""
 

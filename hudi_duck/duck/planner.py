@@ -14,6 +14,7 @@ from ..core.table.read_plan import (
     ReadOptions,
     ReadPlan,
     parse_query_time,
+    plan_fresh,
     plan_incremental,
     plan_read_optimized,
     plan_snapshot,
@@ -133,8 +134,10 @@ def cached_plan(key: _PlanKey, options: dict[str, Any], filters: FilterSpec = No
             _PLANS.move_to_end(key)
     if cached is not None and cached.timeline_state == state and _logs_unchanged(cached.plan, storage):
         return cached.plan
-    table = HudiTable(key.path, options, metadata_enable=key.read_options.metadata_enable)
-    plan = make_plan(key.kind, table, key.first, key.second, key.read_options, filters)
+    plan = plan_fresh(
+        lambda: HudiTable(key.path, options, metadata_enable=key.read_options.metadata_enable),
+        lambda table: make_plan(key.kind, table, key.first, key.second, key.read_options, filters),
+    )
     with _PLANS_LOCK:
         _PLANS[key] = _CachedPlan(state, plan)
         _PLANS.move_to_end(key)

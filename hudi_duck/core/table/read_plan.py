@@ -30,11 +30,11 @@ import hashlib
 import re
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import pyarrow as pa
 
-from ..errors import TimelineError, UnsupportedFeatureError
+from ..errors import TimelineChangedError, TimelineError, UnsupportedFeatureError
 from ..file_group.file_slice import FileSlice
 from ..merge.rules import MergeConfig
 from ..schema.avro_arrow import avro_to_arrow
@@ -266,6 +266,26 @@ def parse_query_time(what: str, value: str | None, table_path: str) -> str | Non
 
 
 # -- planners -----------------------------------------------------------------------------------
+
+
+#: Plans made again when the timeline changed under one (an instant archived between listing and reading).
+PLAN_ATTEMPTS = 3
+
+
+def plan_fresh(open_table: Callable[[], HudiTable], make: Callable[[HudiTable], ReadPlan]) -> ReadPlan:
+    """``make(open_table())``, listing the table again when a listed timeline file vanished meanwhile.
+
+    Archival and rollback delete timeline files while readers plan; a listing taken a
+    moment before can name a file that is gone. Hudi's readers reload the timeline;
+    so does this, a few times, then the error stands.
+    """
+    for attempt in range(PLAN_ATTEMPTS):
+        try:
+            return make(open_table())
+        except TimelineChangedError:
+            if attempt == PLAN_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def plan_snapshot(

@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any, Generic, Iterable, TypeVar
 
 from ..config.table_config import TableConfig
-from ..errors import CorruptFileError, TimelineError
+from ..errors import CorruptFileError, TableNotFoundError, TimelineChangedError, TimelineError
 from ..storage.storage import Storage
 from . import codec
 from .commit_metadata import CommitMetadata
@@ -277,6 +277,10 @@ class Timeline:
         path = self.file_of(instant)
         try:
             return self.storage.read(path)
+        except (FileNotFoundError, TableNotFoundError) as exc:
+            raise TimelineChangedError(
+                f"timeline file {self.storage.uri(path)} was listed but is gone (archived or rolled back meanwhile)"
+            ) from exc
         except Exception as exc:
             raise TimelineError(f"cannot read timeline file {self.storage.uri(path)}: {exc}") from exc
 
