@@ -143,8 +143,11 @@ def test_an_expired_heartbeat_means_a_dead_writer_rolled_back(fresh_fixture, tmp
     instant = doomed.wait_started()
     os.kill(doomed.proc.pid, signal.SIGKILL)
     doomed.proc.wait(30)
-    assert (Path(path) / ".hoodie" / ".heartbeat" / instant).exists()
-    time.sleep(2.5)  # interval 1 s x 2 tolerable misses
+    beat = Path(path) / ".hoodie" / ".heartbeat" / instant
+    assert beat.exists()
+    # the dead writer beats no more: its last beat ages past interval 1 s x 2 tolerable misses
+    last = beat.stat().st_mtime - 2.5
+    os.utime(beat, (last, last))
     done = _run(tmp_path, "next", path, "n")
     assert done["ok"] and done["rolled_back"] == [instant]
     assert not (Path(path) / ".hoodie" / ".heartbeat" / instant).exists()
@@ -328,8 +331,10 @@ def test_heartbeat_beats_while_in_flight(fresh_fixture):
     beat = heartbeat.Heartbeat(storage, "20990101000000000", 0.2).start()
     try:
         first = heartbeat.last_heartbeat(storage, "20990101000000000")
-        time.sleep(0.7)
-        assert heartbeat.last_heartbeat(storage, "20990101000000000") > first
+        deadline = time.monotonic() + 30
+        while heartbeat.last_heartbeat(storage, "20990101000000000") <= first:  # the next beat
+            assert time.monotonic() < deadline, "the heartbeat did not beat again"
+            time.sleep(0.05)
         assert heartbeat.is_alive(storage, "20990101000000000", 1.0)
         assert not heartbeat.is_alive(storage, "20990101000000000", 1.0, now=time.time() + 5)
     finally:
