@@ -4,7 +4,8 @@
 ``spec["path"]``; with ``HUDI_DUCK_KILL_AT`` set, the core kills the process at that
 phase (``hudi_duck.core.faults``). The same functions run in the test process to
 prepare tables and to repair them after a crash, so the crashed run and the repair are
-the same code.
+the same code. ``--serve`` and ``--spark-serve`` run many such jobs, each in a process
+forked from one that has loaded everything (and, for Spark, holds a session).
 
 Writes go through the core's lifecycle and write handles directly (the Spark writer
 drives exactly these, distributing the handles to executors): records are located in
@@ -310,17 +311,76 @@ def spark_write(spark, path: str, op: str, rows: list[dict[str, Any]], table_typ
     return spark_writer.write(frame, path, options)
 
 
-def spark_job(spec: dict[str, Any]) -> None:
-    """``spec``'s write with a local Spark session of its own (driver and executors die with it)."""
+def spark_serve() -> None:
+    """Like :func:`serve`, for Spark writes: this process starts one local[1] session and forks
+    one process per job from it, a driver that reaches the same JVM over gateway connections
+    of its own. A SIGKILL of that driver is the crash of a Spark writer's driver (its Python,
+    where every commit step runs); the JVM and its executors stay up for the next job. Each
+    job writes its end to ``job["result"]``: ``{"instant": t}`` or ``{"error": message}``."""
+    os.environ["PYSPARK_PIN_THREAD"] = "false"  # a pool of gateway connections a child can leave behind
+    os.environ.setdefault("HUDI_DUCK_SPARK_DRIVER_MEMORY", "1g")
+    replies = os.fdopen(os.dup(1), "w")  # the answers; whatever Spark prints goes to stderr
+    os.dup2(2, 1)
     from spark_writer.session import local_session
 
-    spark = local_session()
-    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    spark = local_session(cores="1", shuffle_partitions=2, progress=False)
     spark.sparkContext.setLogLevel("ERROR")
+    _spark_warm_up(spark)
+    replies.write(json.dumps({"ready": True}) + "\n")
+    replies.flush()
+    for line in sys.stdin:
+        job = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            _spark_child(spark, job)
+        _, status = os.waitpid(pid, 0)
+        end = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else {"exit": os.WEXITSTATUS(status)}
+        replies.write(json.dumps(end) + "\n")
+        replies.flush()
+    spark.stop()
+
+
+def _spark_warm_up(spark) -> None:
+    """One write before any job is forked: the executors' check, the imports and the JVM's
+    compiled code then serve every job instead of being redone in each."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        row = {"id": "w", "part": "p0", "ts": 1, "val": "w"}
+        spark_write(spark, os.path.join(folder, "t"), "upsert", [row], "MERGE_ON_READ")
+
+
+def _spark_child(spark, job: dict[str, Any]) -> None:
+    """A forked Spark driver: fresh gateway connections, the kill point armed on the driver
+    (``kill_at``) or on the executors' Python workers (``executor_kill_at``: workers take
+    the variable from the context's environment with each job), then the write."""
+    import collections
+    import importlib
+    import traceback
+
+    from hudi_duck.core import faults
+
+    code, outcome = 0, {}
     try:
-        spark_write(spark, spec["path"], spec["action"], spec["rows"], spec["table_type"])
+        spark.sparkContext._gateway._gateway_client.deque = collections.deque()
+        if job.get("kill_at"):
+            os.environ[faults.KILL_AT_VARIABLE] = job["kill_at"]
+        if job.get("executor_kill_at"):
+            spark.sparkContext.environment[faults.KILL_AT_VARIABLE] = job["executor_kill_at"]
+        importlib.reload(faults)
+        spec = job["spec"]
+        result = spark_write(spark, spec["path"], spec["action"], spec["rows"], spec["table_type"])
+        outcome = {"instant": result.instant_time}
+    except BaseException as exc:  # noqa: BLE001 - reported in the result
+        traceback.print_exc()
+        outcome, code = {"error": str(exc)}, 1
     finally:
-        spark.stop()
+        try:
+            Path(job["result"]).write_text(json.dumps(outcome))
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
 
 
 def run(spec: dict[str, Any]) -> Any:
@@ -343,10 +403,32 @@ def run(spec: dict[str, Any]) -> Any:
     raise ValueError(f"unknown action {action!r}")
 
 
+def warm_up() -> None:
+    """Run every action once on throwaway tables, so that what the actions import on first
+    use (pandas, time zones ...) is loaded before jobs are forked from this process."""
+    import tempfile
+
+    row = {"id": "w", "part": "p0", "ts": 1, "val": "w"}
+    with tempfile.TemporaryDirectory() as folder:
+        for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+            path = os.path.join(folder, table_type)
+            create_table(path, table_type)
+            for op in ("insert", "upsert", "bulk_insert", "upsert", "delete", "insert_overwrite"):
+                write(path, op, [row])
+            cluster(path)
+            if table_type == "MERGE_ON_READ":
+                write(path, "upsert", [row])
+                compact(path)
+            run_clean(path)
+            rollback(path)
+            archive(path)
+
+
 def serve() -> None:
     """Run jobs read from stdin (one JSON line each: ``{"spec": ..., "kill_at": ...}``), each in
     a process forked from this one, which has imported everything already; write each job's
     end (``{"signal": n}`` or ``{"exit": n}``) to stdout. Saves an interpreter start per kill."""
+    warm_up()
     for line in sys.stdin:
         job = json.loads(line)
         pid = os.fork()
@@ -382,8 +464,8 @@ def _child(job: dict[str, Any]) -> None:
 if __name__ == "__main__":
     if sys.argv[1:] == ["--serve"]:
         serve()
-    elif sys.argv[1:2] == ["--spark"]:
-        spark_job(json.loads(Path(sys.argv[2]).read_text()))
+    elif sys.argv[1:] == ["--spark-serve"]:
+        spark_serve()
     elif sys.argv[1:2] == ["--writer"]:
         spec = json.loads(Path(sys.argv[2]).read_text())
         writer_loop(spec["path"], spec["batches"])

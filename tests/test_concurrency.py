@@ -143,8 +143,11 @@ def test_an_expired_heartbeat_means_a_dead_writer_rolled_back(fresh_fixture, tmp
     instant = doomed.wait_started()
     os.kill(doomed.proc.pid, signal.SIGKILL)
     doomed.proc.wait(30)
-    assert (Path(path) / ".hoodie" / ".heartbeat" / instant).exists()
-    time.sleep(2.5)  # interval 1 s x 2 tolerable misses
+    beat = Path(path) / ".hoodie" / ".heartbeat" / instant
+    assert beat.exists()
+    # the dead writer beats no more: its last beat ages past interval 1 s x 2 tolerable misses
+    last = beat.stat().st_mtime - 2.5
+    os.utime(beat, (last, last))
     done = _run(tmp_path, "next", path, "n")
     assert done["ok"] and done["rolled_back"] == [instant]
     assert not (Path(path) / ".hoodie" / ".heartbeat" / instant).exists()
@@ -328,8 +331,10 @@ def test_heartbeat_beats_while_in_flight(fresh_fixture):
     beat = heartbeat.Heartbeat(storage, "20990101000000000", 0.2).start()
     try:
         first = heartbeat.last_heartbeat(storage, "20990101000000000")
-        time.sleep(0.7)
-        assert heartbeat.last_heartbeat(storage, "20990101000000000") > first
+        deadline = time.monotonic() + 30
+        while heartbeat.last_heartbeat(storage, "20990101000000000") <= first:  # the next beat
+            assert time.monotonic() < deadline, "the heartbeat did not beat again"
+            time.sleep(0.05)
         assert heartbeat.is_alive(storage, "20990101000000000", 1.0)
         assert not heartbeat.is_alive(storage, "20990101000000000", 1.0, now=time.time() + 5)
     finally:
@@ -424,3 +429,57 @@ def test_a_write_rolled_back_under_it_does_not_commit(fresh_fixture, tmp_path):
     assert "rolled back by another writer" in outcome["error"]
     assert instant not in _commits(path)
     assert _keys(path) == before
+
+
+#: a process creating each table of a list as soon as a go file appears; it reports per table
+#: "created" or the error it got
+_CREATOR = """
+import json, os, sys, time
+sys.path.insert(0, sys.argv[1])
+import crash_job
+from hudi_duck.core.errors import HudiError
+go, result, paths = sys.argv[2], sys.argv[3], sys.argv[4:]
+open(result + ".ready", "w").close()
+while not os.path.exists(go):
+    time.sleep(0.005)
+out = {}
+for path in paths:
+    try:
+        crash_job.create_table(path, "MERGE_ON_READ")
+        out[path] = "created"
+    except HudiError as exc:
+        out[path] = f"{type(exc).__name__}: {exc}"
+open(result, "w").write(json.dumps(out))
+"""
+
+
+def test_two_writers_creating_a_new_table_at_once(tmp_path):
+    """Two processes create the same brand-new tables at the same moment: of each table
+    exactly one is the creator; the other is told another writer created it, nothing else."""
+    from hudi_duck.core.config.table_config import TableConfig
+    from hudi_duck.core.storage.storage import Storage
+
+    paths = [str(tmp_path / f"t{i}") for i in range(20)]
+    go = tmp_path / "go"
+    results = [tmp_path / f"creator{i}.json" for i in range(2)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    creators = [
+        subprocess.Popen([sys.executable, "-c", _CREATOR, str(Path(__file__).parent), str(go), str(r), *paths], env=env)
+        for r in results
+    ]
+    deadline = time.monotonic() + 120
+    while not all(Path(f"{r}.ready").exists() for r in results):  # both wait for the go file
+        assert all(c.poll() is None for c in creators) and time.monotonic() < deadline, "a creator did not start"
+        time.sleep(0.02)
+    go.write_text("go")
+    for creator in creators:
+        assert creator.wait(120) == 0
+    outcomes = [json.loads(r.read_text()) for r in results]
+    for path in paths:
+        got = [o[path] for o in outcomes]
+        assert got.count("created") == 1, f"{path}: not exactly one creator: {got}"
+        (lost,) = [g for g in got if g != "created"]
+        # seen too late: an existing table; seen in time, but beaten to hoodie.properties: a concurrent writer
+        assert lost.startswith(("InvalidTableConfigError: ", "ConcurrentWriteError: ")), lost
+        assert "is already a Hudi table" in lost or "another writer created this table at the same moment" in lost, lost
+        assert TableConfig.load(Storage(path)).name == "crash"

@@ -17,6 +17,10 @@ fresh copy of the prepared table, the action runs in its own process
   the action's outcome, then the next writer (an upsert, which first rolls back writes
   left pending) succeeds and readers see the model with it; no instant stays pending.
 
+The Spark writer is killed the same way at every phase its write reaches, on both table
+types, the operations taking the kill points in turn; after each kill the metadata table
+the next Spark write leaves must list what the storage holds.
+
 ``python tests/test_crash_matrix.py`` prints the matrix (action × phase) with the kills
 survived and the rows lost; with ``--every`` it also kills each later time an action
 reaches a phase (its second data file, a restore's second rollback ...).
@@ -31,6 +35,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -408,12 +414,18 @@ def _rows_lost(path: str, expected: dict[str, tuple]) -> int:
         return len(expected)
 
 
+#: case id -> the kill points its dry run found (each case's run records them for the coverage test)
+KILL_POINTS: dict[str, list[str]] = {}
+
+
 def run_case(case: Case, root: Path, every: bool = False) -> list[Outcome]:
     seed = root / "seed"
     seed.mkdir()
     prepared = prepare(case, seed)
     outcomes = []
-    for i, kill_at in enumerate(kill_points(prepared, root / "dry", every)):
+    names = kill_points(prepared, root / "dry", every)
+    KILL_POINTS[case.id] = [n for n in names if "#" not in n]
+    for i, kill_at in enumerate(names):
         outcomes.append(crash_and_repair(case, prepared, kill_at, root / f"kill{i}"))
     return outcomes
 
@@ -439,10 +451,11 @@ def test_every_phase_is_in_the_matrix(tmp_path: Path):
     """Each named phase is reached by some action, so the matrix kills at every one."""
     reached: set[str] = set()
     for i, case in enumerate(CASES):
-        root = tmp_path / str(i)
-        root.mkdir()
-        prepared = prepare(case, root)
-        reached |= {name.split(":")[-1] for name in kill_points(prepared, root / "dry")}
+        if case.id not in KILL_POINTS:  # (the matrix above did not run it)
+            root = tmp_path / str(i)
+            root.mkdir()
+            KILL_POINTS[case.id] = kill_points(prepare(case, root), root / "dry")
+        reached |= {name.split(":")[-1] for name in KILL_POINTS[case.id]}
     assert reached == set(faults.PHASES), f"never reached: {sorted(set(faults.PHASES) - reached)}"
 
 
@@ -466,42 +479,244 @@ def test_kill_point_in_a_fresh_process(tmp_path: Path):
     check_reads(prepared.path, prepared.after, "upsert without a kill point")
 
 
-#: Kill points of a Spark write: a Python worker writing a data file (the executor dies, the
-#: driver sees the task fail), the driver just before publishing the commit (the matrix
-#: above covers every phase with the same core code; each Spark job starts its own JVM)
-SPARK_KILLS = [
-    (faults.DATA_FILE_WRITTEN, "executor"),
-    (f"{Action.DELTA_COMMIT}:{faults.BEFORE_COMPLETED}", "driver"),
-]
+# -- the Spark writer killed at every phase ----------------------------------------------------------
+#
+# One driver process per kill point would start a JVM per kill. Instead one job server
+# (``crash_job.py --spark-serve``) holds a local[1] session and forks a Spark driver per
+# kill point: the fork talks to the same JVM over gateway connections of its own, and a
+# SIGKILL of it is the crash of the driver's Python, where every step of the commit runs.
+# Executor kill points are armed in the Python workers (the write fails; its driver rolls
+# it back at once). The write killed is an upsert on copy-on-write and merge-on-read, at
+# every phase it reaches: its instant, the metadata table's delta commit inside its
+# commit, and the inline services after it (clean, archival, the metadata table's
+# compaction and clean when due). The other operations share that driver path (the same
+# Transaction, metadata participant and executors); each is killed where it differs:
+# on the executors writing its files and after the metadata table took its delta commit.
+
+
+@dataclass(frozen=True)
+class Reached:
+    """One phase a dry run of a Spark write reached, with the instant reaching it."""
+
+    phase: str
+    action: str | None
+    metadata_table: bool
+    instant: str | None
+
+
+class SparkJobs:
+    """The Spark job server: one JVM for every kill of the run."""
+
+    def __init__(self, log: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if k != faults.KILL_AT_VARIABLE}
+        env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(TESTS.parent), env.get("PYTHONPATH", "")])
+        self.log = log
+        with open(log, "wb") as err:
+            self.process = subprocess.Popen(
+                [sys.executable, str(TESTS / "crash_job.py"), "--spark-serve"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, env=env,
+            )
+        self.ready = False  # (it starts its JVM while the test prepares its tables)
+
+    def _reply(self) -> str:
+        line = self.process.stdout.readline()
+        assert line, f"the Spark job server ended (exit {self.process.poll()}):\n{self.tail()}"
+        return line
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-3000:]
+
+    def run(self, job: dict[str, Any]) -> dict[str, int]:
+        if not self.ready:
+            assert json.loads(self._reply()) == {"ready": True}
+            self.ready = True
+        self.process.stdin.write(json.dumps(job) + "\n")
+        self.process.stdin.flush()
+        return json.loads(self._reply())
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=120)
+
+
+@pytest.fixture(scope="module")
+def spark_jobs(tmp_path_factory):
+    jobs_ = SparkJobs(tmp_path_factory.mktemp("spark-jobs") / "server.log")
+    yield jobs_
+    jobs_.close()
+
+
+def spark_commit(spark, path: str, model: Model, op: str, table_type: str) -> str:
+    """A Spark write of the model's next batch (in this process), recorded in the model."""
+    batch = model.batch(op)
+    result = crash_job.spark_write(spark, path, op, batch, table_type)
+    model.commit(result.instant_time, Model.apply(model.rows, op, batch))
+    return result.instant_time
+
+
+def seed_spark(spark, table_type: str, root: Path) -> tuple[str, Model]:
+    """A table written by Spark: an insert, an upsert (its metadata table holds both)."""
+    path = str(root / "table")
+    model = Model()
+    spark_commit(spark, path, model, "insert", table_type)
+    spark_commit(spark, path, model, "upsert", table_type)
+    return path, model
+
+
+def prepare_spark(seed: tuple[str, Model], table_type: str, op: str, root: Path) -> Prepared:
+    """A copy of the seed table and the spec of the write to kill."""
+    path = str(root / "table")
+    shutil.copytree(seed[0], path)
+    model = seed[1].copy()
+    rows = model.batch(op)
+    before = model.rows
+    spec = {"path": path, "action": op, "rows": rows, "table_type": table_type}
+    return Prepared(path, model, spec, before, Model.apply(before, op, rows))
+
+
+def _instant_of(frame) -> tuple[bool, str | None]:
+    """(on the metadata table?, the instant) of the transaction reaching a phase."""
+    from hudi_duck.core.metadata import layout
+    from hudi_duck.core.timeline.transaction import Transaction
+
+    for _ in range(6):
+        if frame is None:
+            break
+        for name in ("self", "txn"):
+            txn = frame.f_locals.get(name)
+            if isinstance(txn, Transaction):
+                uri = txn.timeline.storage.uri().rstrip("/")
+                return uri.endswith(layout.METADATA_FOLDER), txn.requested_time
+        frame = frame.f_back
+    return False, None
+
+
+def spark_dry_run(spark, prepared: Prepared, root: Path) -> tuple[list[Reached], str]:
+    """The phases the driver reaches in the write, in order, and the write's instant."""
+    dry = copy_prepared(prepared, root)
+    reached: list[Reached] = []
+    original = faults.reach
+
+    def record(phase: str, action: str | None = None) -> None:
+        reached.append(Reached(phase, action, *_instant_of(sys._getframe(1))))
+
+    faults.reach = record
+    try:
+        result = crash_job.spark_write(spark, dry.path, dry.spec["action"], dry.spec["rows"], dry.spec["table_type"])
+    finally:
+        faults.reach = original
+    return reached, result.instant_time
+
+
+@dataclass
+class SparkKill:
+    """Where to kill: ``kill_at`` on the driver or on the executors, and whether the write's
+    commit is published by then."""
+
+    kill_at: str
+    on_executor: bool
+    published: bool
+    what: str
+
+
+def spark_kill_points(reached: list[Reached], instant: str) -> list[SparkKill]:
+    """Each phase the driver reaches (a repeat by the same instant once: its later data
+    files), named ``phase#n`` (the n-th time the run reaches it), then the executors'."""
+    published_at = next(
+        i for i, r in enumerate(reached)
+        if r.phase == faults.COMPLETED_WRITTEN and r.instant == instant and not r.metadata_table
+    )
+    kills, counts, previous = [], Counter(), None
+    for i, r in enumerate(reached):
+        counts[r.phase] += 1
+        if (r.phase, r.action, r.metadata_table, r.instant) == previous:
+            continue
+        previous = (r.phase, r.action, r.metadata_table, r.instant)
+        where = f"{r.action or '-'}{' (metadata table)' if r.metadata_table else ''} {r.instant or ''}"
+        kills.append(SparkKill(f"{r.phase}#{counts[r.phase]}", False, i >= published_at, f"{r.phase} of {where}"))
+    return kills + [
+        SparkKill(faults.MARKER_WRITTEN, True, False, "an executor wrote its first marker"),
+        SparkKill(faults.DATA_FILE_WRITTEN, True, False, "an executor wrote its first data file"),
+    ]
+
+
+def check_metadata_table(path: str, what: str) -> None:
+    """The metadata table's files partition lists what the storage holds."""
+    from hudi_duck.core.metadata.files_reader import files_listing
+    from hudi_duck.core.storage.storage import Storage
+    from test_mdt_write import _disk_listing
+
+    listing = files_listing(Storage(path)).partitions
+    disk = _disk_listing(path)
+    assert {p: f for p, f in listing.items() if f or p in disk} == disk, f"{what}: the metadata table lists other files"
+
+
+def no_pending(path: str, what: str) -> None:
+    from test_mdt_write import _mdt_timeline
+
+    pending = [i for i in HudiTable(path).timeline.pending() if i.action != Action.SAVEPOINT]
+    pending += _mdt_timeline(path).pending()
+    assert not pending, f"{what}: still pending after the next write: {pending}"
+
+
+def expire_heartbeats(path: str) -> None:
+    """A dead driver's heartbeat stops: the next writer finds it expired (as it does
+    ``hoodie.client.heartbeat.interval_in_ms`` x tolerable misses after the death)."""
+    long_ago = time.time() - 3600
+    for beat in Path(path, ".hoodie", ".heartbeat").glob("*"):
+        os.utime(beat, (long_ago, long_ago))
+
+
+def spark_crash_and_repair(spark, jobs_: SparkJobs, run: Prepared, kill: SparkKill, root: Path) -> None:
+    """Kill the write at ``kill``; readers see the last committed state; the next Spark write
+    repairs and succeeds; readers see the model; the metadata table agrees with the storage."""
+    result = root / "result.json"
+    job = {"spec": run.spec, "result": str(result), ("executor_kill_at" if kill.on_executor else "kill_at"): kill.kill_at}
+    end = jobs_.run(job)
+    what = f"Spark {run.spec['action']} ({run.spec['table_type']}) killed at {kill.kill_at}: {kill.what}"
+    if kill.on_executor:
+        # the worker died; the driver failed the write and rolled it back at once
+        outcome = json.loads(result.read_text()) if result.exists() else {}
+        assert end == {"exit": 1} and "nothing was committed" in outcome.get("error", ""), (what, end, outcome, jobs_.tail())
+    else:
+        assert end == {"signal": signal.SIGKILL}, (what, end, jobs_.tail())
+        expire_heartbeats(run.path)
+    expected = run.after if kill.published else run.before
+    check_reads(run.path, expected, what)
+    model = run.model
+    model.commit("0", expected)
+    spark_commit(spark, run.path, model, "upsert", run.spec["table_type"])
+    check_reads(run.path, model.rows, f"{what}, after the next write")
+    check_metadata_table(run.path, f"{what}, after the next write")
+    no_pending(run.path, what)
+
+
+#: the operations of the killed writes, in turn (each kill point of a table type takes the next)
+SPARK_OPERATIONS = ("upsert", "insert", "delete", "bulk_insert", "insert_overwrite")
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("kill_at, where", SPARK_KILLS, ids=[k for k, _ in SPARK_KILLS])
-def test_spark_write_killed(kill_at: str, where: str, small_spark, tmp_path: Path):
-    """The Spark writer killed on the driver or an executor: readers see the last committed
-    state; the next Spark write rolls back what is left and succeeds."""
-    prepared = prepare(Case("upsert", MOR, "upsert"), tmp_path / "seed")
-    spec_file = tmp_path / "spark.json"
-    spec_file.write_text(json.dumps(dict(prepared.spec, table_type=MOR)))
-    env = dict(os.environ, HUDI_DUCK_KILL_AT=kill_at, HUDI_DUCK_SPARK_DRIVER_MEMORY="1g")
-    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(TESTS.parent), env.get("PYTHONPATH", "")])
-    done = subprocess.run(
-        [sys.executable, str(TESTS / "crash_job.py"), "--spark", str(spec_file)],
-        env=env, capture_output=True, text=True, timeout=900,
-    )
-    if where == "driver":
-        assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
-    else:
-        # the worker died; the driver failed the write and rolled it back at once
-        assert done.returncode == 1 and "nothing was committed" in done.stderr, done.stderr[-3000:]
-    published = kill_at.endswith(faults.COMPLETED_WRITTEN)
-    expected = prepared.after if published else prepared.before
-    check_reads(prepared.path, expected, f"Spark upsert killed at {kill_at}")
-    batch = prepared.model.batch("upsert")
-    crash_job.spark_write(small_spark, prepared.path, "upsert", batch, MOR)
-    check_reads(prepared.path, Model.apply(expected, "upsert", batch), f"Spark upsert killed at {kill_at}, after the next write")
-    pending = HudiTable(prepared.path).timeline.pending()
-    assert not pending, f"still pending after the next write: {pending}"
+@pytest.mark.parametrize("table_type", [COW, MOR], ids=["cow", "mor"])
+def test_spark_write_killed_at_every_phase(table_type: str, small_spark, spark_jobs, tmp_path: Path):
+    """The Spark writer's driver killed at each phase a write reaches (its instant, and under
+    merge-on-read the metadata table's delta commit inside its commit), its executors at theirs. Every
+    operation reaches the same phases in the same order (the kill points name them by
+    order, not by action), so the operations take the kill points in turn: each kind is
+    killed before, during and after the metadata table's update."""
+    seed = seed_spark(small_spark, table_type, tmp_path / "seed")
+    reached, instant = spark_dry_run(small_spark, prepare_spark(seed, table_type, "upsert", tmp_path / "dry"), tmp_path / "dry2")
+    assert any(r.metadata_table for r in reached), "the write did not reach the metadata table's delta commit"
+    kills = spark_kill_points(reached, instant)
+    if table_type == COW:
+        # the metadata table's own delta commit (a merge-on-read table of its own, the same
+        # steps under either data table) is killed under merge-on-read, where its action
+        # and the write's are both deltacommit
+        kills = [k for k in kills if "(metadata table)" not in k.what]
+    for i, kill in enumerate(kills):
+        root = tmp_path / f"kill{i}"
+        run = prepare_spark(seed, table_type, SPARK_OPERATIONS[i % len(SPARK_OPERATIONS)], root)
+        spark_crash_and_repair(small_spark, spark_jobs, run, kill, root)
+    assert {SPARK_OPERATIONS[i % len(SPARK_OPERATIONS)] for i in range(len(kills))} == set(SPARK_OPERATIONS)
 
 
 def main() -> None:

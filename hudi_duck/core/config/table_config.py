@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Iterable, Mapping
 
 from ..errors import (
+    ConcurrentWriteError,
     InvalidTableConfigError,
     TableNotFoundError,
     UnsupportedFeatureError,
@@ -430,7 +431,8 @@ class TableConfig:
         """Create ``.hoodie/`` with the folders Hudi lays out, then ``hoodie.properties``.
 
         ``hoodie.properties`` is written last: its presence is what makes the
-        folder a Hudi table.
+        folder a Hudi table. It is created, never replaced: of two writers creating
+        the table at the same moment exactly one does; the other is told so.
         """
         if storage.exists(PROPERTIES_FILE):
             raise InvalidTableConfigError(f"{storage.uri()} is already a Hudi table")
@@ -445,7 +447,11 @@ class TableConfig:
             storage.makedirs(folder)
         if self.version >= 8:
             storage.makedirs(self.timeline_path)
-        storage.write_atomic(PROPERTIES_FILE, self.to_text().encode("utf-8"))
+        if not storage.create_atomic(PROPERTIES_FILE, self.to_text().encode("utf-8")):
+            raise ConcurrentWriteError(
+                f"{storage.uri()}: another writer created this table at the same moment, nothing was written; "
+                "write again: the table exists now and the write goes into it"
+            )
         self.props[Keys.CHECKSUM] = str(table_checksum(self.props))
         self.source = storage.uri(PROPERTIES_FILE)
 
