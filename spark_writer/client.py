@@ -428,6 +428,15 @@ class WriteClient:
         # (bulk_insert into a bucket-indexed table writes each record into its bucket's file group)
         if prepare.combines(cfg, operation):
             records = prepare.precombine(records, cfg, cfg.is_global_index)
+        # keyed once: listing the partitions and tagging both read the records (keys come from Python)
+        records = records.persist()
+        try:
+            return self._locate_and_write(records, table, cfg, operation, instant_time, ctx, to_inflight)
+        finally:
+            records.unpersist()
+
+    def _locate_and_write(self, records, table, cfg, operation, instant_time, ctx, to_inflight):
+        """Tag records with their file groups, plan the buckets, write them; returns (write stats, replaced)."""
         phase = time.perf_counter()
         log.info("%s %s: locating records (%s index) ...", operation, instant_time, cfg.index_type)
         partitions = [r[0] for r in records.select(PARTITION_PATH).distinct().collect()]
