@@ -236,6 +236,7 @@ def chart(steps: list[dict], path: str) -> None:
         ax.set_title(title)
         ax.set_ylabel("seconds")
         ax.set_ylim(bottom=0)
+        ax.set_xticks(x)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     axes[1][0].set_xlabel("step (COW: rows = step x batch)")
