@@ -186,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
         ] + ([] if args.no_small else [lambda r=r: small_round(r)])
         for case in rotated(cases, r):
             case()
+        for label, (case, base, target) in TARGETS.items():  # running medians: a cut-short run still tells
+            if case in results and base in results:
+                ratio = results[case].median / results[base].median
+                print(f"  so far: {label}: {ratio:.2f}x (target <= {target}x)", flush=True)
     load_after = uptime()
     spark.stop()
 
