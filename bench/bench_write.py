@@ -1,32 +1,36 @@
-"""Write benchmark: spark_writer bulk_insert vs plain ``df.write.parquet``, and upserts.
+"""Write benchmark: the write targets, each against its baseline in the same run.
 
-    python bench/bench_write.py                      # 2M rows, 3 rounds
-    python bench/bench_write.py --rows 200000 --repeat 2
+    python bench/bench_write.py                      # 2M rows in 16 input partitions, 3 rounds
+    python bench/bench_write.py --rows 200000 --repeat 3
 
-One run, one Spark session (local[*]):
+One Spark session (local[*]); every input DataFrame is cached and counted first, so reading or
+generating the source is never inside a timed write. Each round runs, in a rotated order, every
+case once, each into a folder deleted beforehand (not timed):
 
-1. the trips DataFrame (bench/data.py) is cached and materialised, so input
-   generation is never timed;
-2. in every round, side by side (order rotated between rounds), each into a
-   fresh folder deleted beforehand (outside the timing):
-   * ``df.write.parquet``  with Spark's default codec (snappy) and with gzip;
-   * ``spark_writer.write(operation=bulk_insert)`` into a COW table with
-     Hudi's default codec (gzip) and with snappy;
-   * ``bulk_insert`` into a MOR table (gzip);
-3. upserts of 1% and 10% of the keys (exact counts, cached first) into the COW
-   table and into the MOR table left by the last round; ``--repeat`` rounds, each
-   running every (size, table) pair once in a rotated order. Every upsert updates existing keys only
-   (no inserts), so all tables keep exactly ``--rows`` rows.
+===========================  ========================================================================
+case                         what is timed
+===========================  ========================================================================
+spark same content           ``df.write.parquet`` of exactly what a Hudi base file holds: the five
+                             meta columns first (same values), then the data; same codec (gzip,
+                             Hudi's default), one folder per partition path (``partitionBy``)
+bulk_insert COW              ``spark_writer.write(df, operation=bulk_insert)``
+bulk_insert MOR              the same into a MERGE_ON_READ table (the baseline of the next case)
+upsert 1% MOR                that table, upsert of 1% of its keys (updates only) into log files
+small: bulk_insert MOR       10,000 rows in 500 partitions (a MOR table of 1,000 file groups)
+small: upsert 1/7 MOR        ~14% of those keys (every 7th), upserted into log files
+===========================  ========================================================================
 
-Target: bulk_insert <= 1.3x ``df.write.parquet`` of the same DataFrame, judged
-with the same codec on both sides (gzip vs gzip and snappy vs snappy); the
-ratio against Spark's default (snappy) parquet is printed too.
+Targets (medians of ``--repeat`` rounds): bulk_insert COW <= 1.2x spark same content;
+upsert 1% <= 0.3x bulk_insert MOR; small upsert <= 1.0x small bulk_insert. Afterwards (not timed)
+every table is read back with hudi_duck and checked: row count, distinct keys and sum(fare) equal
+what the input and the updates say (each update raises ``fare`` by exactly ``round + 1``).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,8 +40,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     DEFAULT_DATA_DIR,
     Samples,
-    count_files,
-    dir_size,
     environment,
     fmt_ratio,
     fmt_s,
@@ -50,204 +52,205 @@ from common import (  # noqa: E402
     write_results,
 )
 
-BULK_TARGET = 1.3
+SMALL_ROWS, SMALL_PARTITIONS, SMALL_STEP = 10_000, 500, 7
+TARGETS = {  # (case, baseline, target ratio of medians)
+    "bulk_insert vs same content": ("bulk_insert COW", "spark same content", 1.2),
+    "upsert 1% vs bulk_insert": ("upsert 1% MOR", "bulk_insert MOR", 0.3),
+    "small: upsert ~14% vs bulk_insert": ("small: upsert 1/7 MOR", "small: bulk_insert MOR", 1.0),
+}
+
+
+def uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+    except OSError:
+        return "load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def same_content_frame(df, instant: str, partition: str, record_key: str):
+    """What a Hudi base file holds for ``df``: the five meta columns first (values as spark_writer
+    gives them), the data columns, and a copy of the partition column to lay out the folders."""
+    from pyspark.sql import functions as F
+
+    return df.select(
+        F.lit(instant).alias("_hoodie_commit_time"),
+        F.concat(F.lit(instant + "_"), F.spark_partition_id().cast("string"), F.lit("_"),
+                 F.monotonically_increasing_id().cast("string")).alias("_hoodie_commit_seqno"),
+        F.col(record_key).cast("string").alias("_hoodie_record_key"),
+        F.concat(F.lit(f"{partition}="), F.col(partition)).alias("_hoodie_partition_path"),
+        F.concat(F.lit("00000000-0000-0000-0000-000000000000-0_0-0-0_" + instant), F.lit(".parquet")).alias("_hoodie_file_name"),
+        "*",
+        F.col(partition).alias("_folder"),
+    )
+
+
+def snapshot_facts(path: str) -> tuple[int, int, float]:
+    """(rows, distinct keys, sum(fare)) of a table's snapshot, read by hudi_duck."""
+    import hudi_duck
+
+    con = hudi_duck.connect()
+    rows, keys, fare = con.sql(
+        f"SELECT count(*), count(DISTINCT uuid), round(sum(fare), 2) FROM hudi_snapshot('{path}')").fetchall()[0]
+    return int(rows), int(keys), float(fare)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=2_000_000, help="rows of the generated DataFrame (default 2M)")
+    ap.add_argument("--partitions", type=int, default=16, help="Spark partitions of the cached input (default 16)")
     ap.add_argument("--repeat", type=int, default=3, help="rounds of every timed case (default 3)")
-    ap.add_argument("--fractions", default="0.01,0.1", help="upsert sizes as fractions of the keys (1/n each)")
-    ap.add_argument("--partitions", type=int, default=None, help="Spark partitions of the input (default: parallelism)")
     ap.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="where tables are written (default %(default)s)")
-    ap.add_argument("--no-upserts", action="store_true", help="only bulk_insert vs parquet")
-    ap.add_argument("--no-mor", action="store_true", help="skip the MOR table")
-    ap.add_argument("--verify", action="store_true", help="count the tables with hudi_duck afterwards (not timed)")
+    ap.add_argument("--no-small", action="store_true", help="leave out the 500-partition table")
     args = ap.parse_args(argv)
 
     import spark_writer
     from data import PARTITION, RECORD_KEY, hudi_options, trips, update_count, updates
+    from pyspark.sql import functions as F
 
-    fractions = [float(f) for f in args.fractions.split(",") if f.strip()]
     root = Path(args.data_dir) / f"write-{args.rows}"
     remove(root)
     root.mkdir(parents=True, exist_ok=True)
-
-    spark = spark_session("hudi-duck-bench-write")
+    load_before = uptime()
     started = time.perf_counter()
-    df = trips(spark, args.rows, args.partitions).cache()
-    gen_s, n = timed(df.count)
-    assert n == args.rows, n
-    print(f"# write benchmark: {args.rows:,} rows, {df.rdd.getNumPartitions()} input partitions, "
-          f"{args.repeat} rounds, data in {root} (input cached in {gen_s:.1f}s)", flush=True)
+    spark = spark_session("hudi-duck-bench-write")
 
-    cow = str(root / "cow")
-    mor = str(root / "mor")
+    def cached(frame, expected: int):
+        frame = frame.cache()
+        n = frame.count()
+        assert n == expected, (n, expected)
+        return frame
+
+    df = cached(trips(spark, args.rows, args.partitions), args.rows)
+    input_fare = round(df.agg(F.sum("fare")).first()[0], 2)
+    fraction = 0.01
+    upd = [cached(updates(spark, args.rows, fraction, r, args.partitions), update_count(args.rows, fraction, r))
+           for r in range(args.repeat)]
+    small_city = F.format_string("c%03d", F.pmod(F.xxhash64("uuid"), F.lit(SMALL_PARTITIONS)).cast("int"))
+    small = cached(trips(spark, SMALL_ROWS, 2).withColumn("city", small_city), SMALL_ROWS)
+    small_fare = round(small.agg(F.sum("fare")).first()[0], 2)
+    small_upd = [cached(updates(spark, SMALL_ROWS, 1 / SMALL_STEP, r, 2).withColumn("city", small_city),
+                        update_count(SMALL_ROWS, 1 / SMALL_STEP, r)) for r in range(args.repeat)]
+    print(f"# write benchmark: {args.rows:,} rows in {df.rdd.getNumPartitions()} cached partitions; "
+          f"upserts of {upd[0].count():,} keys (1%); small table {SMALL_ROWS:,} rows in {SMALL_PARTITIONS} partitions, "
+          f"upserts of {small_upd[0].count():,} keys (1/{SMALL_STEP}); {args.repeat} rounds; data in {root}", flush=True)
+    print(f"# {os.cpu_count()} cpus; {load_before}", flush=True)
+
+    cow, mor, small_mor = str(root / "cow"), str(root / "mor"), str(root / "small")
+    same = str(root / "same_content")
+    cow_opts = hudi_options("bench_cow", "COPY_ON_WRITE", "bulk_insert")
+    mor_opts = hudi_options("bench_mor", "MERGE_ON_READ", "bulk_insert")
+    small_opts = hudi_options("bench_small", "MERGE_ON_READ", "bulk_insert")
+    codec = "gzip"  # hoodie.parquet.compression.codec's default: both sides write the same codec
     results: dict[str, Samples] = {}
 
-    def run_case(name: str, target: str, run) -> None:
-        s = results.setdefault(name, Samples(name, info={"path": target}))
-        remove(target)  # outside the timing
+    def record(name: str, run, target: str | None = None):
+        s = results.setdefault(name, Samples(name))
+        if target:
+            remove(target)  # outside the timing
         seconds, value = timed(run)
         s.seconds.append(seconds)
-        s.info["bytes"] = dir_size(target)
-        s.info["parquet_files"] = count_files(target, ".parquet")
+        extra = ""
         if hasattr(value, "files_written"):
-            s.info["files_written"] = value.files_written
-        print(f"  {name:<32} {seconds:8.2f}s", flush=True)
+            s.info.setdefault("results", []).append(repr(value))
+            extra = f"  ({value.num_inserts:,} inserts, {value.num_updates:,} updates, {value.files_written} files)"
+        print(f"  {name:<26} {seconds:8.2f}s{extra}", flush=True)
 
-    def parquet(target: str, codec: str | None):
-        def run():
-            w = df.write.mode("errorifexists")
-            if codec:
-                w = w.option("compression", codec)
-            return w.parquet(target)
+    def same_content():
+        same_content_frame(df, "20240101000000000", PARTITION, RECORD_KEY).write.mode("errorifexists") \
+            .option("compression", codec).partitionBy("_folder").parquet(same)
 
-        return run
+    def mor_round(r: int):
+        record("bulk_insert MOR", lambda: spark_writer.write(df, mor, mor_opts), mor)
+        record("upsert 1% MOR", lambda: spark_writer.write(upd[r], mor, hudi_options("bench_mor", "MERGE_ON_READ", "upsert")))
 
-    def parquet_with_meta(target: str):
-        """What Spark alone writes for the same file content: Hudi's five meta columns (same
-        values as spark_writer gives them), one folder per city, gzip. The physical limit of
-        the Hudi layout, as opposed to plain parquet of the input."""
-        from pyspark.sql import functions as F
+    def small_round(r: int):
+        record("small: bulk_insert MOR", lambda: spark_writer.write(small, small_mor, small_opts), small_mor)
+        record("small: upsert 1/7 MOR",
+               lambda: spark_writer.write(small_upd[r], small_mor, hudi_options("bench_small", "MERGE_ON_READ", "upsert")))
 
-        instant = "20240101000000000"
-        meta = df.select(
-            F.lit(instant).alias("_hoodie_commit_time"),
-            F.concat(F.lit(instant + "_"), F.spark_partition_id().cast("string"), F.lit("_"),
-                     F.monotonically_increasing_id().cast("string")).alias("_hoodie_commit_seqno"),
-            F.col(RECORD_KEY).cast("string").alias("_hoodie_record_key"),
-            F.concat(F.lit(f"{PARTITION}="), F.col(PARTITION)).alias("_hoodie_partition_path"),
-            F.lit("00000000-0000-0000-0000-000000000000-0_0-0-0_" + instant + ".parquet").alias("_hoodie_file_name"),
-            "*",
-            F.col(PARTITION).alias("_folder"),
-        )
-        return lambda: meta.write.mode("errorifexists").option("compression", "gzip").partitionBy("_folder").parquet(target)
-
-    def bulk(path: str, table_type: str, codec: str | None):
-        opts = hudi_options("bench_" + ("cow" if table_type == "COPY_ON_WRITE" else "mor"), table_type, "bulk_insert")
-        if codec:
-            opts["hoodie.parquet.compression.codec"] = codec
-        return lambda: spark_writer.write(df, path, opts, mode="append")
-
-    cases = [  # (name, folder, run); the COW/MOR tables of the last round stay for the upserts
-        ("parquet (snappy, default)", str(root / "parquet_snappy"), parquet(str(root / "parquet_snappy"), None)),
-        ("parquet (gzip)", str(root / "parquet_gzip"), parquet(str(root / "parquet_gzip"), "gzip")),
-        ("parquet (gzip) + meta columns, by city", str(root / "parquet_meta"), parquet_with_meta(str(root / "parquet_meta"))),
-        ("bulk_insert COW (gzip, default)", cow, bulk(cow, "COPY_ON_WRITE", None)),
-        ("bulk_insert COW (snappy)", str(root / "cow_snappy"), bulk(str(root / "cow_snappy"), "COPY_ON_WRITE", "snappy")),
-    ]
-    if not args.no_mor:
-        cases.append(("bulk_insert MOR (gzip, default)", mor, bulk(mor, "MERGE_ON_READ", None)))
-
-    # warm-up: JVM class loading, Python workers; not recorded
-    print("warm-up (not timed): one small parquet write and one small bulk_insert", flush=True)
-    small = trips(spark, 10_000, 2)
-    small.write.mode("overwrite").parquet(str(root / "warmup_parquet"))
-    spark_writer.write(small, str(root / "warmup_hudi"), hudi_options("warmup", "COPY_ON_WRITE", "bulk_insert"))
+    # warm-up: JVM class loading, Python workers, executor check; not recorded
+    print("warm-up (not timed)", flush=True)
+    warm = trips(spark, 10_000, 2)
+    spark_writer.write(warm, str(root / "warmup"), hudi_options("warmup", "COPY_ON_WRITE", "bulk_insert"))
+    same_content_frame(warm, "20240101000000000", PARTITION, RECORD_KEY).write.partitionBy("_folder") \
+        .option("compression", codec).parquet(str(root / "warmup_parquet"))
+    remove(root / "warmup")
     remove(root / "warmup_parquet")
-    remove(root / "warmup_hudi")
 
     for r in range(args.repeat):
-        print(f"round {r + 1}/{args.repeat}", flush=True)
-        for name, target, run in rotated(cases, r):
-            run_case(name, target, run)
-
-    upserts: dict[str, Samples] = {}
-    if not args.no_upserts:
-        tables = [("COW", cow)] + ([] if args.no_mor else [("MOR", mor)])
-        # sizes and tables interleaved: every round runs each (size, table) once, in a rotated order,
-        # so a change in machine load during the run hits all of them alike
-        round_no = 0
-        for r in range(args.repeat):
-            print(f"upsert round {r + 1}/{args.repeat}", flush=True)
-            for fraction in rotated(fractions, r):
-                round_no += 1
-                upd = updates(spark, args.rows, fraction, round_no, args.partitions).cache()
-                expected = update_count(args.rows, fraction, round_no)
-                assert upd.count() == expected
-                for label, path in rotated(tables, r + round_no):
-                    name = f"upsert {fraction:.0%} into {label}"
-                    s = upserts.setdefault(name, Samples(name, info={"records": expected}))
-                    opts = hudi_options("bench_" + label.lower(), "COPY_ON_WRITE" if label == "COW" else "MERGE_ON_READ", "upsert")
-                    seconds, result = timed(lambda: spark_writer.write(upd, path, opts))
-                    s.seconds.append(seconds)
-                    s.info.setdefault("files_written", []).append(result.files_written)
-                    s.info.setdefault("num_updates", []).append(result.num_updates)
-                    s.info.setdefault("num_inserts", []).append(result.num_inserts)
-                    print(f"  {name:<28} {seconds:8.2f}s  ({result.num_updates} updates, {result.num_inserts} inserts, "
-                          f"{result.files_written} files)", flush=True)
-                upd.unpersist()
-        upserts = dict(sorted(upserts.items(), key=lambda kv: (float(kv[0].split()[1].rstrip("%")), kv[0])))
-
-    verify = {}
-    if args.verify:
-        import hudi_duck
-
-        con = hudi_duck.connect()
-        for label, path in (("COW", cow), ("MOR", mor)):
-            if os.path.exists(path):
-                verify[label] = con.sql(f"SELECT count(*) FROM hudi_snapshot('{path}')").fetchall()[0][0]
-        print(f"verify: rows per table {verify}")
-    total = time.perf_counter() - started
+        print(f"round {r + 1}/{args.repeat}  ({uptime()})", flush=True)
+        cases = [
+            lambda r=r: record("spark same content", same_content, same),
+            lambda r=r: record("bulk_insert COW", lambda: spark_writer.write(df, cow, cow_opts), cow),
+            lambda r=r: mor_round(r),
+        ] + ([] if args.no_small else [lambda r=r: small_round(r)])
+        for case in rotated(cases, r):
+            case()
+        for label, (case, base, target) in TARGETS.items():  # running medians: a cut-short run still tells
+            if case in results and base in results:
+                ratio = results[case].median / results[base].median
+                print(f"  so far: {label}: {ratio:.2f}x (target <= {target}x)", flush=True)
+    load_after = uptime()
     spark.stop()
 
-    # -- report ---------------------------------------------------------------------------------
-    base_snappy = results["parquet (snappy, default)"]
-    base_gzip = results["parquet (gzip)"]
-    baseline_of = {
-        "bulk_insert COW (gzip, default)": base_gzip,
-        "bulk_insert COW (snappy)": base_snappy,
-        "bulk_insert MOR (gzip, default)": base_gzip,
+    # -- checks (not timed): what each table holds, read back -------------------------------------
+    last = args.repeat - 1
+    n_upd = update_count(args.rows, fraction, last)
+    n_small_upd = update_count(SMALL_ROWS, 1 / SMALL_STEP, last)
+    import duckdb
+
+    same_facts = duckdb.sql(
+        f"SELECT count(*), count(DISTINCT uuid), round(sum(fare), 2) FROM read_parquet('{same}/**/*.parquet')").fetchall()[0]
+    expected = {
+        "spark same content": (args.rows, args.rows, input_fare),
+        "bulk_insert COW": (args.rows, args.rows, input_fare),
+        "upsert 1% MOR": (args.rows, args.rows, round(input_fare + n_upd * (last + 1), 2)),
     }
-    base_meta = results["parquet (gzip) + meta columns, by city"]
-    rows = []
-    ratios = {}
-    for name, s in results.items():
-        base = baseline_of.get(name)
-        same = (s.best / base.best, s.median / base.median) if base else (None, None)
-        vs_default = (s.best / base_snappy.best) if base else None
-        vs_meta = s.best / base_meta.best if base is base_gzip else None
-        if base:
-            ratios[name] = {"vs_same_codec_best": same[0], "vs_same_codec_median": same[1], "vs_spark_default_best": vs_default,
-                            "vs_same_content_best": vs_meta}
-        rows.append([
-            name, fmt_s(s.best), fmt_s(s.median), f"{s.info.get('bytes', 0) / 1e6:.0f} MB", s.info.get("parquet_files", "-"),
-            f"{args.rows / s.best:,.0f}",
-            fmt_ratio(same[0]) if base else "", fmt_ratio(same[1]) if base else "", fmt_ratio(vs_default) if base else "",
-            fmt_ratio(vs_meta) if vs_meta else "", verdict(same[0], BULK_TARGET) if base else "",
-        ])
+    facts = {"spark same content": tuple(same_facts), "bulk_insert COW": snapshot_facts(cow),
+             "upsert 1% MOR": snapshot_facts(mor)}
+    if not args.no_small:
+        expected["small: upsert 1/7 MOR"] = (SMALL_ROWS, SMALL_ROWS, round(small_fare + n_small_upd * (last + 1), 2))
+        facts["small: upsert 1/7 MOR"] = snapshot_facts(small_mor)
+    checks = {}
+    for name, want in expected.items():
+        got = facts[name]
+        ok = got[0] == want[0] and got[1] == want[1] and abs(got[2] - want[2]) < 0.01 * max(1, want[0] / 1e5)
+        checks[name] = {"expected": want, "read_back": got, "ok": ok}
+    total = time.perf_counter() - started
+
+    # -- report ---------------------------------------------------------------------------------
     print()
-    print(f"## bulk_insert vs df.write.parquet ({args.rows:,} rows, best / median of {args.repeat})")
-    print(table(
-        ["case", "best s", "median s", "size", "files", "rows/s", "x same codec (best)", "x same codec (median)",
-         "x spark default", "x same content", f"target <= {BULK_TARGET}x"],
-        rows,
-    ))
-    if upserts:
-        print()
-        print(f"## upserts into the {args.rows:,}-row tables (best / median of {args.repeat}; records are updates of existing keys)")
-        urows = []
-        for name, s in upserts.items():
-            files = s.info.get("files_written", [])
-            urows.append([name, s.info["records"], fmt_s(s.best), fmt_s(s.median), f"{s.info['records'] / s.best:,.0f}",
-                          files[-1] if files else "-"])
-        print(table(["case", "records", "best s", "median s", "records/s", "files written"], urows))
-        bulk_cow = results["bulk_insert COW (gzip, default)"].best
-        print(f"\n(for scale: bulk_insert of all {args.rows:,} rows into COW took {fmt_s(bulk_cow)}s best)")
+    print(f"## write targets ({args.rows:,} rows / {SMALL_ROWS:,} rows in {SMALL_PARTITIONS} partitions; "
+          f"median and best of {args.repeat}; seconds)")
+    rows, ratios = [], {}
+    for label, (case, base, target) in TARGETS.items():
+        if case not in results or base not in results:
+            continue
+        c, b = results[case], results[base]
+        ratio = c.median / b.median
+        ratios[label] = {"median": ratio, "best": c.best / b.best, "target": target}
+        rows.append([label, fmt_s(c.median), fmt_s(b.median), fmt_ratio(ratio), fmt_ratio(c.best / b.best),
+                     f"<= {target}x", verdict(ratio, target)])
+    print(table(["target", "hudi-duck median s", "baseline median s", "ratio (median)", "ratio (best)", "target", ""], rows))
+    print()
+    print(table(["case", "samples s", "median s", "best s"],
+                [[n, " ".join(f"{x:.2f}" for x in s.seconds), fmt_s(s.median), fmt_s(s.best)] for n, s in results.items()]))
+    print()
+    print(table(["read back (rows, keys, sum fare)", "expected", "read", "ok"],
+                [[n, v["expected"], v["read_back"], "yes" if v["ok"] else "NO"] for n, v in checks.items()]))
+    print(f"\nload before: {load_before}\nload after:  {load_after}")
     path = write_results("write", {
         "args": vars(args),
         "environment": environment(),
-        "input_generation_s": gen_s,
+        "load_before": load_before,
+        "load_after": load_after,
         "total_s": total,
-        "bulk": {k: v.to_json() for k, v in results.items()},
+        "cases": {k: v.to_json() for k, v in results.items()},
         "ratios": ratios,
-        "target_bulk_vs_parquet": BULK_TARGET,
-        "upserts": {k: v.to_json() for k, v in upserts.items()},
-        "verify": verify,
+        "checks": checks,
     })
-    print(f"\nresults: {path}  (total {total:.0f}s)")
-    return 0
+    print(f"results: {path}  (total {total:.0f}s)")
+    return 0 if all(v["ok"] for v in checks.values()) else 1
 
 
 if __name__ == "__main__":

@@ -428,6 +428,15 @@ class WriteClient:
         # (bulk_insert into a bucket-indexed table writes each record into its bucket's file group)
         if prepare.combines(cfg, operation):
             records = prepare.precombine(records, cfg, cfg.is_global_index)
+        # keyed once: listing the partitions and tagging both read the records (keys come from Python)
+        records = records.persist()
+        try:
+            return self._locate_and_write(records, table, cfg, operation, instant_time, ctx, to_inflight)
+        finally:
+            records.unpersist()
+
+    def _locate_and_write(self, records, table, cfg, operation, instant_time, ctx, to_inflight):
+        """Tag records with their file groups, plan the buckets, write them; returns (write stats, replaced)."""
         phase = time.perf_counter()
         log.info("%s %s: locating records (%s index) ...", operation, instant_time, cfg.index_type)
         partitions = [r[0] for r in records.select(PARTITION_PATH).distinct().collect()]
@@ -476,7 +485,7 @@ class WriteClient:
             )
             to_inflight(_profile_from_counts(counts, plan, operation))
             phase = time.perf_counter()
-            stats = self._write_buckets(tagged, plan, ctx)
+            stats = self._write_buckets(tagged, plan, ctx, cfg.parallelism(operation))
             log.info("%s %s: wrote %d files in %.1fs", operation, instant_time, len(stats), time.perf_counter() - phase)
         finally:
             tagged.unpersist()
@@ -496,7 +505,9 @@ class WriteClient:
                     "(hoodie.clustering.updates.strategy rejects such updates, as Hudi does by default)"
                 )
 
-    def _write_buckets(self, tagged: DataFrame, plan: partitioner.WorkloadPlan, ctx: WriteContext) -> list[WriteStat]:
+    def _write_buckets(
+        self, tagged: DataFrame, plan: partitioner.WorkloadPlan, ctx: WriteContext, parallelism: int = 0
+    ) -> list[WriteStat]:
         if not plan.buckets:
             return []
         update_rows = [(b.partition_path, b.file_id, b.bucket_id) for b in plan.buckets if b.file_id is not None]
@@ -543,7 +554,8 @@ class WriteClient:
         for other in parts[1:]:
             assigned = assigned.unionByName(other)
         buckets = plan.by_id
-        ordered = assigned.repartitionByRange(max(1, len(buckets)), executor.BUCKET).sortWithinPartitions(executor.BUCKET)
+        tasks = write_tasks(len(buckets), parallelism, self.spark.sparkContext.defaultParallelism)
+        ordered = assigned.repartitionByRange(tasks, executor.BUCKET).sortWithinPartitions(executor.BUCKET)
         out = ordered.mapInArrow(executor.write_buckets_fn(ctx, buckets), executor.STATS_SCHEMA)
         return executor.collect_stats(out)
 
@@ -606,6 +618,19 @@ class WriteClient:
             replaced_file_groups=sum(len(v) for v in replaced.values()),
             rolled_back=rolled_back,
         )
+
+
+def write_tasks(buckets: int, parallelism: int, cores: int) -> int:
+    """Spark tasks that write ``buckets`` file groups: each task writes its buckets one after the other.
+
+    Every task starts a Python worker pass over its rows, which costs far more than a JVM task: one
+    task per bucket (as Hudi's Java partitioner does) makes a write of hundreds of small file groups
+    spend most of its time starting tasks. ``hoodie.upsert.shuffle.parallelism`` (and its insert /
+    delete siblings) caps the tasks when set; otherwise twice the cores keep every core busy while
+    buckets of unequal size even out.
+    """
+    limit = parallelism if parallelism > 0 else 2 * max(1, cores)
+    return max(1, min(buckets, limit))
 
 
 def _profile_from_counts(counts, plan, operation: str) -> CommitMetadata:

@@ -183,13 +183,25 @@ def refuse_null_keys(df: DataFrame, cfg: WriteConfig, operation: str, path: str)
                 yield pa.RecordBatch.from_pydict({"problem": [str(exc)]})
                 return
 
-    found = df.mapInArrow(problems, T.StructType([T.StructField("problem", T.StringType())])).limit(1).collect()
+    # only the key and partition columns cross to Python; each task reports at most one problem, so
+    # one job over all partitions (a ``limit`` would run partitions in growing waves, one job each)
+    found = key_columns(df, cfg).mapInArrow(problems, T.StructType([T.StructField("problem", T.StringType())])).collect()
     if found:
         fields = ",".join(cfg.record_key_fields)
         raise WriteError(
             f"{path}: a record has no record key in hoodie.datasource.write.recordkey.field={fields}: "
             f"{found[0][0]} Fill the field or drop those records; nothing was written."
         )
+
+
+def key_columns(df: DataFrame, cfg: WriteConfig) -> DataFrame:
+    """The columns the key generator reads (record key and partition fields), or ``df`` whole
+    when a field is not a plain top-level column name."""
+    names = [f.split(":", 1)[0].split(".", 1)[0] for f in list(cfg.record_key_fields) + list(cfg.partition_fields)]
+    wanted = list(dict.fromkeys(n for n in names if n))
+    if not wanted or any(n not in df.columns for n in wanted):
+        return df
+    return df.select(*[F.col("`" + n.replace("`", "``") + "`") for n in wanted])
 
 
 def _example_key(one: DataFrame, cfg: WriteConfig) -> str:
