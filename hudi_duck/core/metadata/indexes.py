@@ -213,9 +213,13 @@ def commit_column_stats_records(
         name = posixpath.basename(stat.path)
         if ".log." in name:
             table, _ = _log_records(storage, stat.path, instant_time)
-            if table is None:
-                table = pa.table({c: pa.nulls(0) for c in columns})
-            out += table_column_stats(partition, name, table, columns)
+            if table is None:  # deletes only: empty ranges, as Hudi records them
+                out += [
+                    column_stats_record(partition, name, c, value_count=0, null_count=0, total_size=0, total_uncompressed_size=0)
+                    for c in columns
+                ]
+            else:
+                out += table_column_stats(partition, name, table, columns)
         elif name.endswith(".parquet"):
             out += base_file_column_stats(storage, partition, stat.path, columns)
     return out
