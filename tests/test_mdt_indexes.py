@@ -228,3 +228,20 @@ def test_record_index_type_needs_the_record_index(small_spark, tmp_path):
     opts = _opts("ri", "COPY_ON_WRITE", True, **{"hoodie.index.type": "RECORD_INDEX", "hoodie.metadata.record.index.enable": "false"})
     with pytest.raises(Exception, match="hoodie.metadata.record.index.enable=true"):
         _write(small_spark, path, [("k1", "a", 1, 1)], opts)
+
+
+def test_clustering_insert_overwrite_and_restore(small_spark, tmp_path):
+    path = str(tmp_path / "t")
+    opts = _opts("replace", "COPY_ON_WRITE", True)
+    _write(small_spark, path, [(f"k{i:02d}", _partition_of(f"k{i:02d}"), i, 1) for i in range(30)], opts)
+    _write(small_spark, path, [(f"m{i:02d}", _partition_of(f"m{i:02d}"), i, 2) for i in range(30)], opts)
+    saved = spark_writer.savepoint(path)
+    assert spark_writer.cluster(small_spark, path, {**opts, "hoodie.clustering.plan.strategy.sort.columns": "v"})
+    _check_indexes(path)  # keys moved to the clustered file groups
+    overwrite = [("o1", "a", 1, 3), ("o2", "a", 2, 3)]
+    _write(small_spark, path, overwrite, opts, **{"hoodie.datasource.write.operation": "insert_overwrite"})
+    _check_indexes(path)  # the overwritten partition's keys are gone
+    spark_writer.restore(path, saved)
+    assert TableConfig.load(Storage(path)).props[Keys.METADATA_PARTITIONS] == "files"
+    _write(small_spark, path, [("k01", _partition_of("k01"), 100, 4)], opts)
+    _check_indexes(path)

@@ -429,7 +429,8 @@ class MetadataTable:
             blocks.append(hfile_data_block(records, instant_time))
         if deletes:
             entries = tuple(DeleteRecord(key, partition) for key in sorted(deletes))
-            blocks.append(encode_block(BlockType.DELETE_BLOCK, {HeaderKey.INSTANT_TIME: instant_time}, encode_delete_records(entries)))
+            header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: writer_schema_json()}  # one header for both blocks
+            blocks.append(encode_block(BlockType.DELETE_BLOCK, header, encode_delete_records(entries)))
         data = b"".join(blocks)
         self.mdt.write(path, data)
         count = len(records) + len(deletes)
@@ -690,6 +691,11 @@ class MetadataParticipant:
         known = {p: dict(files) for p, files in files_listing(self.table.storage).partitions.items()}
         records = restore_files_records(listed, known)
         self.table.delta_commit(instant_time, records or [partition_list_record(list(listed))])
+        # the index partitions may hold entries of undone instants that a compaction folded in:
+        # they go, and the next write bootstraps them again from the restored table
+        for partition in (COLUMN_STATS, RECORD_INDEX):
+            if partition.name in self.table.data_config().metadata_partitions:
+                self.table.drop_partition(partition)
 
 
 def index_columns(
