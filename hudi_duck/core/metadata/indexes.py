@@ -308,12 +308,15 @@ def commit_record_index_update(
         if not name.endswith(".parquet"):
             continue
         keys = _base_keys(storage, stat.path)
-        for key in keys:
-            written[key] = (partition, stat.file_id)
+        previous = None
         if stat.prev_commit not in (None, "", NULL_COMMIT) and view is not None:
             previous = _previous_base(view, partition, stat.file_id)
-            if previous is not None:
-                removed.update(set(_base_keys(storage, previous)) - set(keys))
+        if previous is not None:  # a merge: keys kept stay where they are
+            old = set(_base_keys(storage, previous))
+            removed.update(old.difference(keys))
+            keys = [k for k in keys if k not in old]
+        for key in keys:
+            written[key] = (partition, stat.file_id)
     for partition, file_ids in (metadata.partition_to_replace_file_ids or {}).items():
         if view is None:
             break
