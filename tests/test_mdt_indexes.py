@@ -22,7 +22,7 @@ from hudi_duck.core.config.table_config import Keys, TableConfig
 from hudi_duck.core.file_group.reader import read_slice
 from hudi_duck.core.metadata import layout
 from hudi_duck.core.metadata.data_skipping import stat_value
-from hudi_duck.core.metadata.files_reader import MetadataTable
+from hudi_duck.core.metadata.files_reader import MetadataTable, files_listing
 from hudi_duck.core.metadata.records import column_stats_key, record_location
 from hudi_duck.core.storage.storage import Storage
 from hudi_duck.core.table.read_plan import plan_snapshot
@@ -245,3 +245,62 @@ def test_clustering_insert_overwrite_and_restore(small_spark, tmp_path):
     assert TableConfig.load(Storage(path)).props[Keys.METADATA_PARTITIONS] == "files"
     _write(small_spark, path, [("k01", _partition_of("k01"), 100, 4)], opts)
     _check_indexes(path)
+
+
+def _log_blocks(storage: Storage, folder: str, prefix: str, instant: str | None = None):
+    from hudi_duck.core.file_group.log_format import read_log_file
+
+    out = []
+    for entry in storage.list(folder):
+        if entry.name.startswith("." + prefix) and ".log." in entry.name and not entry.name.endswith("_0-0-0"):
+            out += read_log_file(storage.read(entry.path), entry.path)
+    return out
+
+
+def test_layout_matches_apache_written_index_partitions(small_spark, tmp_path, fixture_tables):
+    """Keys, value fields, file names and log block headers as in the Apache-written fixtures
+    (their fields of later versions aside)."""
+    from hudi_duck.core.file_group.log_format import BlockType, HeaderKey
+
+    path = str(tmp_path / "t")
+    opts = _opts("layout", "MERGE_ON_READ", True)
+    _write(small_spark, path, [(f"k{i}", _partition_of(f"k{i}"), i, 1) for i in range(10)], opts)
+    _write(small_spark, path, [("k1", _partition_of("k1"), 5, 2), ("k9", _partition_of("k9"), 0, 2)], opts)
+    _write(small_spark, path, [("k2", _partition_of("k2"), 0, 3)], opts, **{"hoodie.datasource.write.operation": "delete"})
+    ours = MetadataTable(Storage(path))
+    fixture = fixture_tables["quickstart_trips_table/mor/avro/v8_trips_8i3u1d"]
+    theirs = MetadataTable(Storage(fixture))
+    for partition in (layout.COLUMN_STATS.name, layout.RECORD_INDEX.name):
+        mine, _ = ours.records(partition)
+        apache, _ = theirs.records(partition)
+        field = "column_stats" if partition == layout.COLUMN_STATS.name else "record_index"
+        mine_fields = {k for r in mine.values() for k in getattr(r, field)}
+        apache_fields = {k for r in apache.values() for k in getattr(r, field)}
+        assert mine_fields <= apache_fields
+        assert apache_fields - mine_fields <= {"isTightBound", "valueType", "position"}  # added after 0.14
+        if partition == layout.COLUMN_STATS.name:
+            # the key builder our writer uses reproduces Apache's keys
+            where = {name: p for p, files in files_listing(Storage(fixture)).partitions.items() for name, _ in files}
+            checked = 0
+            for key, record in apache.items():
+                cs = record.column_stats
+                if cs["fileName"] in where:
+                    assert key == column_stats_key(where[cs["fileName"]], cs["fileName"], cs["columnName"])
+                    checked += 1
+            assert checked > 10
+        names = sorted(e.name for e in Storage(path).child(layout.METADATA_FOLDER).list(partition))
+        prefix = layout.COLUMN_STATS.file_id_prefix if partition == layout.COLUMN_STATS.name else layout.RECORD_INDEX.file_id_prefix
+        assert any(n.startswith("." + prefix + "0000-0_") and n.endswith(".log.1_0-0-0") for n in names)
+        assert any(n.startswith(prefix + "0000-0_") and n.endswith(".hfile") for n in names)
+        for storage in (Storage(path), Storage(fixture)):
+            blocks = _log_blocks(storage.child(layout.METADATA_FOLDER), partition, prefix)
+            data = [b for b in blocks if b.block_type is BlockType.HFILE_DATA_BLOCK]
+            assert data and all(set(b.header) == {HeaderKey.INSTANT_TIME, HeaderKey.SCHEMA} for b in data)
+    # the record index deleted k2 in a delete block after the data block of its delta commit
+    deletes = [
+        b for b in _log_blocks(Storage(path).child(layout.METADATA_FOLDER), layout.RECORD_INDEX.name, layout.RECORD_INDEX.file_id_prefix)
+        if b.block_type is BlockType.DELETE_BLOCK
+    ]
+    assert deletes and all(set(b.header) == {HeaderKey.INSTANT_TIME, HeaderKey.SCHEMA} for b in deletes)
+    index, _ = ours.records(layout.RECORD_INDEX.name)
+    assert "k2" not in index and {"k1", "k9"} <= set(index)
