@@ -32,7 +32,7 @@ from ..avro import models as avro_models
 from ..errors import HudiError
 from ..file_group.log_blocks import _arrow_schema_of, decode_data_block, decode_delete_block
 from ..file_group.log_format import BlockType, read_log_file
-from ..schema.meta_fields import META_FIELDS, RECORD_KEY
+from ..schema.meta_fields import RECORD_KEY
 from ..storage.storage import Storage
 from ..timeline.commit_metadata import NULL_COMMIT, CommitMetadata
 from .layout import COLUMN_STATS, RECORD_INDEX, MetadataPartition, file_group_id, file_group_index
