@@ -27,6 +27,8 @@ from hudi_duck.core.metadata.records import column_stats_key, record_location
 from hudi_duck.core.storage.storage import Storage
 from hudi_duck.core.table.read_plan import plan_snapshot
 from hudi_duck.core.table.table import HudiTable
+from hudi_duck.core.timeline.active import Timeline
+from hudi_duck.core.timeline.instant import Action
 from oracle import canonical_rows, hudi_rs_read
 
 pyspark = pytest.importorskip("pyspark")
@@ -131,7 +133,8 @@ def _check_indexes(path: str, unindexed_logs: set[str] = frozenset()) -> None:
 def test_indexes_follow_every_commit(small_spark, tmp_path, table_type, partitioned):
     path = str(tmp_path / "t")
     rng = random.Random(7 if partitioned else 11)
-    opts = _opts("idx", table_type, partitioned)
+    # the metadata table compacts its file groups (every partition's) a few times on the way
+    opts = _opts("idx", table_type, partitioned, **{"hoodie.metadata.compact.max.delta.commits": 4})
     ts = 0
 
     def rows(keys):
@@ -158,6 +161,11 @@ def test_indexes_follow_every_commit(small_spark, tmp_path, table_type, partitio
     # cleaned files left only tombstones
     stats, _ = MetadataTable(Storage(path)).records(layout.COLUMN_STATS.name)
     assert any(r.column_stats["isDeleted"] for r in stats.values())
+    mdt = Storage(path).child(layout.METADATA_FOLDER)
+    compactions = Timeline.load(mdt, TableConfig.load(mdt)).completed([Action.COMMIT])
+    assert compactions
+    for partition in (layout.COLUMN_STATS.name, layout.RECORD_INDEX.name):
+        assert any(e.name.endswith(f"_{compactions[-1].requested_time}.hfile") for e in mdt.list(partition))
 
 
 def test_filters_skip_files_with_written_column_stats(small_spark, tmp_path, con):
