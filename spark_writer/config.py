@@ -24,6 +24,7 @@ from hudi_duck.core.config.write_settings import (
 from hudi_duck.core.concurrency.settings import OPTION_NAMES as CONCURRENCY_OPTIONS
 from hudi_duck.core.concurrency.settings import ConcurrencySettings
 from hudi_duck.core.errors import WriteError
+from hudi_duck.core.metadata.indexes import IndexSettings
 from hudi_duck.core.metadata.writer import MetadataSettings
 from hudi_duck.core.services.archival import ArchivalSettings
 from hudi_duck.core.services.clean import CleanSettings
@@ -53,7 +54,7 @@ OPERATIONS = (
     "insert_overwrite_table",
 )
 TABLE_TYPES = ("COPY_ON_WRITE", "MERGE_ON_READ")
-INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET")
+INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET", "RECORD_INDEX")
 
 
 def _bool(value: str) -> bool:
@@ -128,6 +129,7 @@ _OPTIONS: list[Option] = [
     Option("hoodie.index.type", "SIMPLE", _choice(*INDEX_TYPES)),
     Option("hoodie.simple.index.update.partition.path", True, _bool),
     Option("hoodie.bloom.index.update.partition.path", True, _bool),
+    Option("hoodie.record.index.update.partition.path", False, _bool),
     Option("hoodie.bloom.index.filter.type", _BLOOM.type, _choice("SIMPLE", "DYNAMIC_V0")),
     Option("hoodie.index.bloom.num_entries", _BLOOM.num_entries, _int),
     Option("hoodie.index.bloom.fpp", _BLOOM.fpp, _float),
@@ -156,7 +158,11 @@ _OPTIONS: list[Option] = [
     Option("hoodie.metadata.compact.max.delta.commits", 10, _int),
     Option("hoodie.metadata.index.column.stats.enable", False, _bool),
     Option("hoodie.metadata.index.bloom.filter.enable", False, _bool),
+    Option("hoodie.metadata.index.column.stats.column.list", None),
+    Option("hoodie.metadata.index.column.stats.file.group.count", 2, _int),
     Option("hoodie.metadata.record.index.enable", False, _bool),
+    Option("hoodie.metadata.record.index.min.filegroup.count", 10, _int),
+    Option("hoodie.metadata.record.index.max.filegroup.count", 10000, _int),
     Option("hoodie.write.markers.type", "DIRECT", _choice("DIRECT", "TIMELINE_SERVER_BASED")),
     Option("hoodie.datasource.write.schema.allow.auto.evolution.column.drop", False, _bool),
     Option("hoodie.schema.on.read.enable", False, _bool),
@@ -278,10 +284,12 @@ class WriteConfig:
 
     @property
     def is_global_index(self) -> bool:
-        return self.index_type.startswith("GLOBAL_")
+        return self.index_type.startswith("GLOBAL_") or self.index_type == "RECORD_INDEX"
 
     @property
     def update_partition_path(self) -> bool:
+        if self.index_type == "RECORD_INDEX":
+            return self.values["hoodie.record.index.update.partition.path"]
         if self.index_type == "GLOBAL_BLOOM":
             return self.values["hoodie.bloom.index.update.partition.path"]
         return self.values["hoodie.simple.index.update.partition.path"]
@@ -339,6 +347,14 @@ class WriteConfig:
             cleaner_commits_retained=min(v["hoodie.cleaner.commits.retained"], 20),
             archive_min_commits=v["hoodie.keep.min.commits"],
             archive_max_commits=v["hoodie.keep.max.commits"],
+            indexes=IndexSettings(
+                column_stats=v["hoodie.metadata.index.column.stats.enable"],
+                column_stats_columns=tuple(_split(v["hoodie.metadata.index.column.stats.column.list"])),
+                column_stats_file_groups=v["hoodie.metadata.index.column.stats.file.group.count"],
+                record_index=v["hoodie.metadata.record.index.enable"],
+                record_index_min_file_groups=v["hoodie.metadata.record.index.min.filegroup.count"],
+                record_index_max_file_groups=v["hoodie.metadata.record.index.max.filegroup.count"],
+            ),
         )
 
     @cached_property
@@ -514,11 +530,33 @@ def _check(config: WriteConfig) -> None:
         raise WriteError("hoodie.bucket.index.num.buckets must be positive")
     if v["hoodie.metadata.compact.max.delta.commits"] < 1:
         raise WriteError("hoodie.metadata.compact.max.delta.commits must be at least 1")
-    for index in ("index.column.stats", "index.bloom.filter", "record.index"):
-        if v[f"hoodie.metadata.{index}.enable"]:
-            raise WriteError(
-                f"hoodie.metadata.{index}.enable=true: the writer keeps only the metadata table's files "
-                "partition; leave it false (readers skip files with column stats where Apache Hudi wrote them)"
-            )
+    if v["hoodie.metadata.index.bloom.filter.enable"]:
+        raise WriteError(
+            "hoodie.metadata.index.bloom.filter.enable=true: the writer keeps the metadata table's files, "
+            "column_stats and record_index partitions, not bloom_filters; leave it false"
+        )
+    indexes_wanted = v["hoodie.metadata.index.column.stats.enable"] or v["hoodie.metadata.record.index.enable"]
+    if indexes_wanted and not v["hoodie.metadata.enable"]:
+        raise WriteError(
+            "hoodie.metadata.index.column.stats.enable / hoodie.metadata.record.index.enable need the metadata "
+            "table: set hoodie.metadata.enable=true"
+        )
+    if v["hoodie.metadata.record.index.enable"] and not v["hoodie.populate.meta.fields"]:
+        raise WriteError(
+            "hoodie.metadata.record.index.enable=true needs the record keys stored in the files: "
+            "set hoodie.populate.meta.fields=true"
+        )
+    if config.index_type == "RECORD_INDEX" and not (v["hoodie.metadata.enable"] and v["hoodie.metadata.record.index.enable"]):
+        raise WriteError(
+            "hoodie.index.type=RECORD_INDEX looks records up in the metadata table's record index: set "
+            "hoodie.metadata.enable=true and hoodie.metadata.record.index.enable=true, or use another hoodie.index.type"
+        )
+    if v["hoodie.metadata.index.column.stats.file.group.count"] < 1:
+        raise WriteError("hoodie.metadata.index.column.stats.file.group.count must be at least 1")
+    if not 1 <= v["hoodie.metadata.record.index.min.filegroup.count"] <= v["hoodie.metadata.record.index.max.filegroup.count"]:
+        raise WriteError(
+            "hoodie.metadata.record.index.min.filegroup.count must be at least 1 and at most "
+            "hoodie.metadata.record.index.max.filegroup.count"
+        )
     if v.get("hoodie.write.markers.type") == "TIMELINE_SERVER_BASED":
         log.info("hoodie.write.markers.type=TIMELINE_SERVER_BASED: using DIRECT markers (no timeline server)")

@@ -182,6 +182,54 @@ def _existing_locations_bloom(spark, table: HudiTable, refs: list[BaseFileRef], 
     return candidates.repartition("file_id").mapInArrow(check_candidates, _LOCATION_SCHEMA)
 
 
+def _existing_locations_record_index(spark, table: HudiTable, incoming: DataFrame, storage_options) -> DataFrame:
+    """Locations of the incoming keys from the metadata table's record index: keys go to
+    the task of the record-index file group they map to, which reads only that file
+    group's entries for them (``HoodieRecordIndex.tagLocation``)."""
+    from hudi_duck.core.metadata.files_reader import MetadataTable
+    from hudi_duck.core.metadata.layout import RECORD_INDEX, file_group_index
+
+    if RECORD_INDEX.name not in table.config.metadata_partitions:
+        raise ValueError(
+            f"{table.base_uri}: hoodie.index.type=RECORD_INDEX but the table has no record index "
+            "(hoodie.metadata.record.index.enable=true builds it)"
+        )
+    count = len(MetadataTable(table.storage).view.latest_slices(partitions=[RECORD_INDEX.name]))
+    instants = {
+        (s.partition_path, s.file_id): s.base_instant_time for s in table.file_system_view.latest_slices()
+    }
+    base_uri = table.base_uri
+    grouped_schema = T.StructType([T.StructField("k", T.StringType(), False), T.StructField("g", T.IntegerType(), False)])
+
+    def assign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            keys = batch.column(0).to_pylist()
+            groups = [file_group_index(k, count) for k in keys]
+            yield pa.RecordBatch.from_arrays([pa.array(keys, pa.string()), pa.array(groups, pa.int32())], names=["k", "g"])
+
+    def look_up(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from hudi_duck.core.metadata.indexes import lookup_record_index
+
+        keys = [k for batch in batches for k in batch.column(0).to_pylist()]
+        if not keys:
+            return
+        found = lookup_record_index(MetadataTable(Storage(base_uri, storage_options)), keys)
+        rows = [
+            (key, loc.partition_path, loc.file_id, instants[(loc.partition_path, loc.file_id)])
+            for key, loc in found.items()
+            if (loc.partition_path, loc.file_id) in instants
+        ]
+        cols = list(zip(*rows)) if rows else [[], [], [], []]
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(list(c), pa.string()) for c in cols],
+            schema=pa.schema([(f.name, pa.string(), False) for f in _LOCATION_SCHEMA.fields]),
+        )
+
+    keys = incoming.select(F.col(RECORD_KEY).alias("k")).distinct()
+    assigned = keys.mapInArrow(assign, grouped_schema)
+    return assigned.repartition(max(1, count), "g").select("k").mapInArrow(look_up, _LOCATION_SCHEMA)
+
+
 def tag_locations(
     spark: SparkSession,
     incoming: DataFrame,
@@ -201,7 +249,9 @@ def tag_locations(
     refs = latest_base_files(table, None if global_index else partitions)
     if not refs:
         return untagged
-    if index in ("BLOOM", "GLOBAL_BLOOM"):
+    if index == "RECORD_INDEX":
+        locations = _existing_locations_record_index(spark, table, incoming, storage_options)
+    elif index in ("BLOOM", "GLOBAL_BLOOM"):
         locations = _existing_locations_bloom(spark, table, refs, incoming, cfg, storage_options, global_index)
     else:
         locations = _existing_locations_simple(spark, table, refs, storage_options)

@@ -277,14 +277,36 @@ def test_compaction_and_clustering_write_with_the_writes_settings(small_spark, t
     assert sorted(rows.column("text").to_pylist()) == sorted(_rows(4000, 3).column("text").to_pylist())
 
 
-@pytest.mark.parametrize("index", ["index.column.stats", "index.bloom.filter", "record.index"])
-def test_metadata_indexes_the_writer_does_not_build_are_refused(index):
-    """A job asking for a metadata-table index the writer does not keep fails before writing,
-    naming the option, instead of leaving a table without the index it asked for."""
+def test_metadata_indexes_the_writer_does_not_build_are_refused():
+    """A job asking for a metadata-table index the writer does not keep (bloom_filters) fails
+    before writing, naming the option, instead of leaving a table without the index it asked for."""
     from hudi_duck.core.errors import WriteError
     from spark_writer.config import parse_options
 
     options = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id"}
+    index = "index.bloom.filter"
     assert parse_options({**options, f"hoodie.metadata.{index}.enable": "false"}).metadata_settings.enabled
     with pytest.raises(WriteError, match=f"hoodie.metadata.{index}.enable=true"):
         parse_options({**options, f"hoodie.metadata.{index}.enable": "true"})
+
+
+def test_metadata_index_options():
+    """column_stats and record_index options reach the metadata settings; RECORD_INDEX without
+    the record index, or the indexes without the metadata table, are refused naming the options."""
+    from hudi_duck.core.errors import WriteError
+    from spark_writer.config import parse_options
+
+    options = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id"}
+    indexes = parse_options({
+        **options,
+        "hoodie.metadata.index.column.stats.enable": "true",
+        "hoodie.metadata.index.column.stats.column.list": "id, v",
+        "hoodie.metadata.record.index.enable": "true",
+        "hoodie.index.type": "RECORD_INDEX",
+    }).metadata_settings.indexes
+    assert indexes.column_stats and indexes.record_index
+    assert indexes.column_stats_columns == ("id", "v") and indexes.column_stats_file_groups == 2
+    with pytest.raises(WriteError, match="hoodie.metadata.record.index.enable=true"):
+        parse_options({**options, "hoodie.index.type": "RECORD_INDEX"})
+    with pytest.raises(WriteError, match="hoodie.metadata.enable=true"):
+        parse_options({**options, "hoodie.metadata.enable": "false", "hoodie.metadata.record.index.enable": "true"})

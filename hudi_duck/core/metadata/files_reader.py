@@ -107,9 +107,14 @@ def _wanted(key: str, key_prefixes: tuple[str, ...] | None) -> bool:
     return key_prefixes is None or key.startswith(key_prefixes)
 
 
-def _cells(cells: Iterable[tuple[bytes, bytes]], key_prefixes: tuple[str, ...] | None) -> list[tuple[bytes, bytes]]:
-    """The HFile cells whose row key starts with one of ``key_prefixes`` (all when None):
-    decoding only those is Hudi's prefix lookup of column stats."""
+def _cells(
+    cells: Iterable[tuple[bytes, bytes]], key_prefixes: tuple[str, ...] | None, exact: frozenset[bytes] | None = None
+) -> list[tuple[bytes, bytes]]:
+    """The HFile cells whose row key starts with one of ``key_prefixes`` (all when None), or is
+    one of ``exact``: decoding only those is Hudi's prefix lookup of column stats and its
+    point lookup of record keys."""
+    if exact is not None:
+        return [(key, value) for key, value in cells if bytes(key) in exact]
     if key_prefixes is None:
         return list(cells)
     prefixes = tuple(p.encode("utf-8") for p in key_prefixes)
@@ -161,7 +166,14 @@ class MetadataTable:
             result.update(self._slice_records(file_slice, prefixes, applied))
         return result, tuple(sorted(applied))
 
-    def _slice_records(self, file_slice, prefixes: tuple[str, ...] | None, applied: set[str]) -> dict[str, MetadataRecord]:
+    def slice_records(self, file_slice, exact_keys: Iterable[str]) -> dict[str, MetadataRecord]:
+        """Merged records of one file slice whose keys are among ``exact_keys``."""
+        wanted = frozenset(k.encode("utf-8") for k in exact_keys)
+        return self._slice_records(file_slice, None, set(), wanted)
+
+    def _slice_records(
+        self, file_slice, prefixes: tuple[str, ...] | None, applied: set[str], exact: frozenset[bytes] | None = None
+    ) -> dict[str, MetadataRecord]:
         base: dict[str, MetadataRecord] = {}
         storage = self.mdt_storage
         if file_slice.base_file is not None:
@@ -169,20 +181,20 @@ class MetadataTable:
             hfile = open_hfile(storage.read(file_slice.base_file.path), source)
             if not hfile.schema_json:
                 raise MetadataTableError(f"{source}: metadata base file has no writer schema")
-            base = {r.key: r for r in decode_values(_cells(hfile.cells, prefixes), hfile.schema_json, source)}
+            base = {r.key: r for r in decode_values(_cells(hfile.cells, prefixes, exact), hfile.schema_json, source)}
         logs: dict[str, MetadataRecord | None] = {}
         for block in scan_slice_logs(storage, file_slice.log_files, self._admit).blocks:
             source = f"{block.file_path}@{block.offset}"
             applied.add(block.instant_time or "")
             if block.block_type is BlockType.DELETE_BLOCK:
                 for deleted in decode_delete_block(block):
-                    if _wanted(deleted.record_key, prefixes):
+                    if _wanted(deleted.record_key, prefixes) and (exact is None or deleted.record_key.encode("utf-8") in exact):
                         logs[deleted.record_key] = None
                 continue
             if block.block_type is not BlockType.HFILE_DATA_BLOCK or not block.schema:
                 raise MetadataTableError(f"{source}: metadata log block is {block.block_type.name}, expected an HFile data block")
             hfile = open_hfile(block.content, source)
-            for record in decode_values(_cells(hfile.cells, prefixes), block.schema, source):
+            for record in decode_values(_cells(hfile.cells, prefixes, exact), block.schema, source):
                 if logs.get(record.key) is None:
                     logs[record.key] = record
                 else:

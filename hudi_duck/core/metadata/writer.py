@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..config.table_config import Keys, TableConfig
@@ -48,20 +48,28 @@ from ..timeline.plans import CompactionOperation, CompactionPlan
 from ..timeline.service_metadata import CleanMetadata, RestoreMetadata, RollbackMetadata
 from ..timeline.transaction import Transaction, register_participant_factory
 from ..write.markers import IOType, create_marker
+from . import indexes
+from .indexes import IndexSettings
 from .layout import (
+    COLUMN_STATS,
     FILES,
+    RECORD_INDEX,
+    MetadataPartition,
     METADATA_FOLDER,
     clean_instant,
     commit_files_records,
     compaction_instant,
     clean_files_records,
+    PARTITIONS as PARTITIONS_BY_NAME,
     file_group_id,
+    file_group_index,
     hfile_data_block,
     initial_log_file,
     initial_log_file_name,
     initialization_instant,
     metadata_partitions_value,
     metadata_table_properties,
+    records_by_file_group,
     restore_files_records,
     rollback_files_records,
     rollback_instant,
@@ -98,6 +106,13 @@ class MetadataSettings:
     #: hoodie.keep.min.commits / hoodie.keep.max.commits of the data table
     archive_min_commits: int = 20
     archive_max_commits: int = 30
+    #: the index partitions kept besides ``files`` (column_stats, record_index)
+    indexes: IndexSettings = IndexSettings()
+
+
+#: Index settings of the writer working on a table (by table URI): its commits and inline
+#: table services use them; transactions of other processes use what the table lists.
+_WRITER_INDEX_SETTINGS: dict[str, IndexSettings] = {}
 
 
 # -- listing the data table -------------------------------------------------------------------
@@ -167,10 +182,32 @@ class MetadataTable:
                 self.delete()
             return
         data_timeline = Timeline.load(self.storage, config)
+        _WRITER_INDEX_SETTINGS[self.storage.uri()] = settings.indexes
         if not self.is_enabled_in(config):
             if not self.bootstrap(config, data_timeline, current):
                 return
+        self.sync_index_partitions(settings.indexes, current)
         self.run_services(Timeline.load(self.storage, self.data_config()), settings, current)
+
+    def sync_index_partitions(self, wanted: IndexSettings, current: str | None = None) -> None:
+        """Index partitions follow the writer's options (``initializeIfNeeded`` /
+        ``deleteMetadataIndexIfNecessary``): enabled ones missing are bootstrapped from the
+        table, disabled ones listed are dropped."""
+        listed = set(self.data_config().metadata_partitions)
+        enabled = {p.name for p in wanted.partitions()}
+        for partition in (COLUMN_STATS, RECORD_INDEX):
+            if partition.name in listed and partition.name not in enabled:
+                self.drop_partition(partition)
+        for partition in wanted.partitions():
+            if partition.name not in listed:
+                self.bootstrap_index(partition, wanted, current)
+
+    def drop_partition(self, partition: MetadataPartition) -> None:
+        """The data table stops listing the partition, then its folder goes."""
+        self._set_partition_state(False, partition)
+        if self.mdt.exists(partition.name):
+            self.mdt.delete(partition.name, recursive=True)
+        log.info("%s: metadata table partition %s dropped (its index is disabled)", self.storage.uri(), partition.name)
 
     def delete(self) -> None:
         """``deleteMetadataTable``: the data table stops naming it, then the folder goes."""
@@ -186,15 +223,15 @@ class MetadataTable:
             self.mdt.delete("", recursive=True)
         log.info("%s: metadata table deleted (hoodie.metadata.enable=false)", self.storage.uri())
 
-    def _set_partition_state(self, enabled: bool) -> None:
+    def _set_partition_state(self, enabled: bool, partition: MetadataPartition = FILES) -> None:
         config = self.data_config()
         partitions = set(config.metadata_partitions)
         inflight = set(_list(config.get(Keys.METADATA_PARTITIONS_INFLIGHT)))
         if enabled:
-            partitions.add(FILES.name)
+            partitions.add(partition.name)
         else:
-            partitions.discard(FILES.name)
-        inflight.discard(FILES.name)
+            partitions.discard(partition.name)
+        inflight.discard(partition.name)
         for key, values in ((Keys.METADATA_PARTITIONS, partitions), (Keys.METADATA_PARTITIONS_INFLIGHT, inflight)):
             if values:
                 config.props[key] = metadata_partitions_value(values)
@@ -235,7 +272,7 @@ class MetadataTable:
                 posixpath.join(partition, PARTITION_METAFILE),
                 partition_metafile_text(instant_time, partition_depth(partition)).encode("utf-8"),
             )
-            stat = self._write_base_file(file_group_id(FILES, 0), instant_time, records, None)
+            stat = self._write_base_file(FILES, file_group_id(FILES, 0), instant_time, records, None)
             txn.commit(CommitMetadata.of(
                 [stat], compacted=False, extra_metadata={"schema": writer_schema_json()},
                 operation_type="BULK_INSERT_PREPPED",
@@ -244,10 +281,67 @@ class MetadataTable:
         log.info("%s: metadata table bootstrapped at %s (%d partitions)", self.storage.uri(), instant_time, len(listing))
         return instant_time
 
+    def bootstrap_index(self, partition: MetadataPartition, settings: IndexSettings, current: str | None = None) -> str | None:
+        """``initializeFromFilesystem`` of one index partition: a bulk-insert delta commit at the
+        next free ``<latest completed instant>01x``, one HFile base file per file group."""
+        from ..table.table import HudiTable
+
+        config = self.data_config()
+        data_timeline = Timeline.load(self.storage, config)
+        pending = [i.requested_time for i in data_timeline.pending() if i.requested_time != current and i.action != Action.INDEXING]
+        if pending:
+            log.warning("%s: %s not bootstrapped while instants are pending: %s", self.storage.uri(), partition.name, ", ".join(pending))
+            return None
+        completed = data_timeline.completed()
+        latest = completed[-1].requested_time if completed else None
+        timeline = self.timeline()
+        offset = 0
+        while timeline.group(initialization_instant(latest, offset)) is not None:
+            offset += 1
+        instant_time = initialization_instant(latest, offset)
+        if self.mdt.exists(partition.name):
+            self.mdt.delete(partition.name, recursive=True)  # left by an attempt that did not finish
+        if partition == COLUMN_STATS:
+            listing = {p: dict(files) for p, files in self._files_listing().items()}
+            columns = index_columns(self.storage, config, settings)
+            records = indexes.listing_column_stats_records(self.storage, listing, columns)
+            count = settings.column_stats_file_groups
+        else:
+            records = indexes.table_record_index_records(self.storage, HudiTable(self.storage.base_uri, self.storage.storage_options), instant_time)
+            count = indexes.record_index_file_group_count(len(records), settings)
+        grouped = records_by_file_group(records, partition, count)
+        txn = Transaction.start(timeline, Action.DELTA_COMMIT, instant_time=instant_time)
+        with txn:
+            txn.begin()
+            self.mdt.makedirs(partition.name)
+            self.mdt.write(
+                posixpath.join(partition.name, PARTITION_METAFILE),
+                partition_metafile_text(instant_time, partition_depth(partition.name)).encode("utf-8"),
+            )
+            stats = []
+            for index in range(count):
+                file_id = file_group_id(partition, index)
+                self.mdt.write(
+                    posixpath.join(partition.name, initial_log_file_name(partition, index, instant_time)), initial_log_file(instant_time)
+                )
+                ordered = sorted(grouped.get(file_id, []), key=lambda r: r.key)
+                stats.append(self._write_base_file(partition, file_id, instant_time, ordered, None))
+            txn.commit(CommitMetadata.of(
+                stats, compacted=False, extra_metadata={"schema": writer_schema_json()}, operation_type="BULK_INSERT_PREPPED",
+            ))
+        self._set_partition_state(True, partition)
+        log.info("%s: metadata table partition %s bootstrapped at %s (%d records)", self.storage.uri(), partition.name, instant_time, len(records))
+        return instant_time
+
+    def _files_listing(self) -> dict[str, dict[str, int]]:
+        from .files_reader import files_listing
+
+        return {p: dict(files) for p, files in files_listing(self.storage).partitions.items()}
+
     def _write_base_file(
-        self, file_id: str, instant_time: str, records: list[MetadataRecord], previous: str | None
+        self, metadata_partition: MetadataPartition, file_id: str, instant_time: str, records: list[MetadataRecord], previous: str | None
     ) -> WriteStat:
-        partition = FILES.name
+        partition = metadata_partition.name
         name = base_file_name(file_id, WRITE_TOKEN, instant_time, ".hfile")
         path = posixpath.join(partition, name)
         create_marker(self.mdt, instant_time, partition, name, IOType.CREATE)
@@ -275,50 +369,88 @@ class MetadataTable:
             raise MetadataWriteError(f"{self.mdt.uri(FILES.name)}: no file group {file_group_id(FILES, 0)}")
         return slices[0]
 
-    def delta_commit(self, instant_time: str, records: list[MetadataRecord]) -> None:
+    def delta_commit(
+        self,
+        instant_time: str,
+        records: list[MetadataRecord],
+        index_records: dict[str, list[MetadataRecord]] | None = None,
+        index_deletes: dict[str, list[str]] | None = None,
+    ) -> None:
         """One delta commit at ``instant_time``: an HFile data block as a new log file of the
-        ``files`` file group. A delta commit left at that time by an earlier attempt is
-        rolled back first (``commitInternal``)."""
+        ``files`` file group and, for the index partitions, of each file group their records
+        map to (deleted keys in a delete block after it). A delta commit left at that time
+        by an earlier attempt is rolled back first (``commitInternal``)."""
+        from ..table.fs_view import FileSystemView
+
         timeline = self.timeline()
         earlier = timeline.group(instant_time)
         if earlier is not None:
             self.rollback(timeline, earlier.latest, rollback_instant(instant_time))
             timeline = self.timeline()
-        file_slice = self._latest_files_slice(timeline)
-        partition = FILES.name
-        file_id = file_slice.file_id
-        base_instant = file_slice.base_instant_time
-        version = max((lf.version for lf in file_slice.log_files), default=0) + 1
-        from ..write.handles import next_log_version
-
-        version = max(version, next_log_version(self.mdt, partition, file_id, base_instant))
-        name = log_file_name(file_id, base_instant, version, WRITE_TOKEN)
-        path = posixpath.join(partition, name)
+        view = FileSystemView(self.mdt, timeline.config, timeline)
+        writes: list[tuple[Any, list[MetadataRecord], list[str]]] = [(self._latest_files_slice(timeline), records, [])]
+        for name in sorted(set(index_records or {}) | set(index_deletes or {})):
+            slices = {s.file_id: s for s in view.latest_slices(partitions=[name])}
+            if not slices:
+                raise MetadataWriteError(f"{self.mdt.uri(name)}: metadata partition {name} has no file groups")
+            partition = PARTITIONS_BY_NAME[name]
+            grouped = records_by_file_group((index_records or {}).get(name, []), partition, len(slices))
+            deleted: dict[str, list[str]] = {}
+            for key in (index_deletes or {}).get(name, []):
+                deleted.setdefault(file_group_id(partition, file_group_index(key, len(slices))), []).append(key)
+            for file_id in sorted(set(grouped) | set(deleted)):
+                if file_id not in slices:
+                    raise MetadataWriteError(f"{self.mdt.uri(name)}: no file group {file_id}")
+                writes.append((slices[file_id], grouped.get(file_id, []), deleted.get(file_id, [])))
         txn = Transaction.start(timeline, Action.DELTA_COMMIT, instant_time=instant_time)
         with txn:
             txn.begin()
-            create_marker(self.mdt, instant_time, partition, name, IOType.APPEND)
-            block = hfile_data_block(records, instant_time)
-            self.mdt.write(path, block)
-            stat = WriteStat.for_log(
-                file_id=file_id,
-                path=path,
-                prev_commit=base_instant,
-                num_writes=len(records),
-                num_update_writes=len(records),
-                total_write_bytes=len(block),
-                partition_path=partition,
-                total_log_records=len(records),
-                total_log_blocks=1,
-                file_size_in_bytes=len(block),
-                log_version=version,
-                log_offset=0,
-                base_file=posixpath.basename(file_slice.base_file.path) if file_slice.base_file is not None else "",
-                log_files=[name],
-            )
+            stats = [self._append(file_slice, instant_time, upserts, deletes) for file_slice, upserts, deletes in writes]
             txn.commit(CommitMetadata.of(
-                [stat], compacted=False, extra_metadata={"schema": writer_schema_json()}, operation_type="UPSERT_PREPPED"
+                stats, compacted=False, extra_metadata={"schema": writer_schema_json()}, operation_type="UPSERT_PREPPED"
             ))
+
+    def _append(self, file_slice: Any, instant_time: str, records: list[MetadataRecord], deletes: list[str]) -> WriteStat:
+        """A new log file version of ``file_slice``'s file group: a data block, then a delete block."""
+        from ..file_group.log_blocks import DeleteRecord, encode_delete_records
+        from ..file_group.log_format import BlockType, HeaderKey, encode_block
+        from ..write.handles import next_log_version
+
+        partition = file_slice.partition_path
+        file_id = file_slice.file_id
+        base_instant = file_slice.base_instant_time
+        version = max((lf.version for lf in file_slice.log_files), default=0) + 1
+        version = max(version, next_log_version(self.mdt, partition, file_id, base_instant))
+        name = log_file_name(file_id, base_instant, version, WRITE_TOKEN)
+        path = posixpath.join(partition, name)
+        create_marker(self.mdt, instant_time, partition, name, IOType.APPEND)
+        blocks = []
+        if records or not deletes:
+            blocks.append(hfile_data_block(records, instant_time))
+        if deletes:
+            entries = tuple(DeleteRecord(key, partition) for key in sorted(deletes))
+            header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: writer_schema_json()}  # one header for both blocks
+            blocks.append(encode_block(BlockType.DELETE_BLOCK, header, encode_delete_records(entries)))
+        data = b"".join(blocks)
+        self.mdt.write(path, data)
+        count = len(records) + len(deletes)
+        return WriteStat.for_log(
+            file_id=file_id,
+            path=path,
+            prev_commit=base_instant,
+            num_writes=len(records),
+            num_update_writes=len(records),
+            num_deletes=len(deletes),
+            total_write_bytes=len(data),
+            partition_path=partition,
+            total_log_records=count,
+            total_log_blocks=len(blocks),
+            file_size_in_bytes=len(data),
+            log_version=version,
+            log_offset=0,
+            base_file=posixpath.basename(file_slice.base_file.path) if file_slice.base_file is not None else "",
+            log_files=[name],
+        )
 
     def rollback(self, timeline: Timeline, instant: Instant, rollback_time: str) -> None:
         """Roll back one instant of the metadata table at ``rollback_time`` (or a fresh time if taken)."""
@@ -408,32 +540,46 @@ class MetadataTable:
         instant_time = compaction_instant(latest)
         if timeline.group(instant_time) is not None:
             return None
-        file_slice = self._latest_files_slice(timeline)
-        operation = CompactionOperation(
-            base_instant_time=file_slice.base_instant_time,
-            delta_file_paths=[posixpath.basename(lf.path) for lf in file_slice.sorted_logs()],
-            data_file_path=posixpath.basename(file_slice.base_file.path) if file_slice.base_file is not None else None,
-            file_id=file_slice.file_id,
-            partition_path=FILES.name,
-            metrics={},
-        )
-        Transaction.schedule(timeline, Action.COMPACTION, CompactionPlan(operations=[operation], version=2), instant_time)
+        operations = [
+            CompactionOperation(
+                base_instant_time=file_slice.base_instant_time,
+                delta_file_paths=[posixpath.basename(lf.path) for lf in file_slice.sorted_logs()],
+                data_file_path=posixpath.basename(file_slice.base_file.path) if file_slice.base_file is not None else None,
+                file_id=file_slice.file_id,
+                partition_path=file_slice.partition_path,
+                metrics={},
+            )
+            for file_slice in self._latest_slices(timeline)
+        ]
+        Transaction.schedule(timeline, Action.COMPACTION, CompactionPlan(operations=operations, version=2), instant_time)
         self._resume_compaction(self.timeline(), instant_time)
         return instant_time
 
-    def _resume_compaction(self, timeline: Timeline, instant_time: str) -> None:
-        """Compact the ``files`` file group into a new HFile base file at ``instant_time``."""
-        from .files_reader import merged_records
+    def _latest_slices(self, timeline: Timeline) -> list[Any]:
+        """The latest slice of every file group of every partition the data table lists."""
+        from ..table.fs_view import FileSystemView
 
-        records, _ = merged_records(self.storage, FILES.name)
-        previous = self._latest_files_slice(timeline).base_instant_time
+        view = FileSystemView(self.mdt, timeline.config, timeline)
+        listed = [p for p in PARTITIONS_BY_NAME if p in set(self.data_config().metadata_partitions)]
+        return [s for name in listed for s in view.latest_slices(partitions=[name])]
+
+    def _resume_compaction(self, timeline: Timeline, instant_time: str) -> None:
+        """Compact every file group into a new HFile base file at ``instant_time``."""
+        from .files_reader import MetadataTable as MetadataReader
+
+        reader = MetadataReader(self.storage)
+        slices = self._latest_slices(timeline)
+        merged = [(s, reader._slice_records(s, None, set())) for s in slices]
         txn = Transaction.resume(timeline, instant_time)
         with txn:
             txn.begin()
-            ordered = [records[k] for k in sorted(records)]
-            stat = self._write_base_file(file_group_id(FILES, 0), instant_time, ordered, previous)
+            stats = []
+            for file_slice, records in merged:
+                ordered = [records[k] for k in sorted(records)]
+                partition = PARTITIONS_BY_NAME[file_slice.partition_path]
+                stats.append(self._write_base_file(partition, file_slice.file_id, instant_time, ordered, file_slice.base_instant_time))
             txn.commit(CommitMetadata.of(
-                [stat], compacted=True, extra_metadata={"schema": writer_schema_json()}, operation_type="COMPACT"
+                stats, compacted=True, extra_metadata={"schema": writer_schema_json()}, operation_type="COMPACT"
             ))
 
     def _archive(self, settings: MetadataSettings) -> list[str]:
@@ -479,14 +625,24 @@ class MetadataParticipant:
     """Brings the metadata table in step with a data instant before the instant completes."""
 
     table: MetadataTable
+    indexes: IndexSettings = IndexSettings()
 
     def prepare_commit(self, transaction: Transaction, metadata: Any) -> None:
         action = transaction.action
         instant_time = transaction.requested_time
         if action in _COMMIT_ACTIONS and isinstance(metadata, CommitMetadata):
-            self.table.delta_commit(instant_time, commit_records(metadata))
+            upserts, deletes = self._commit_index_records(instant_time, metadata)
+            self.table.delta_commit(instant_time, commit_records(metadata), upserts, deletes)
         elif action == Action.CLEAN and isinstance(metadata, CleanMetadata):
-            self.table.delta_commit(instant_time, clean_records(metadata))
+            upserts: dict[str, list[MetadataRecord]] = {}
+            if self.indexes.column_stats:
+                deleted = {
+                    p: list(m.get("deletePathPatterns") or [])
+                    for p, m in (metadata.to_record().get("partitionMetadata") or {}).items()
+                }
+                columns = index_columns(self.table.storage, self.table.data_config(), self.indexes)
+                upserts[COLUMN_STATS.name] = indexes.deleted_files_column_stats_records(deleted, columns)
+            self.table.delta_commit(instant_time, clean_records(metadata), upserts)
         elif action == Action.ROLLBACK and isinstance(metadata, RollbackMetadata):
             self.table.delta_commit(instant_time, rollback_records(metadata))
             for target in metadata.commits_rollback[:1]:
@@ -494,6 +650,30 @@ class MetadataParticipant:
         elif action == Action.RESTORE and isinstance(metadata, RestoreMetadata):
             self._restore(instant_time, metadata)
         # savepoints change no files
+
+    def _commit_index_records(
+        self, instant_time: str, metadata: CommitMetadata
+    ) -> tuple[dict[str, list[MetadataRecord]], dict[str, list[str]]]:
+        """Records of the index partitions for a commit: column ranges of the files written,
+        record-index entries of keys that moved or were deleted."""
+        from ..table.table import HudiTable
+        from .files_reader import MetadataTable as MetadataReader
+
+        storage = self.table.storage
+        upserts: dict[str, list[MetadataRecord]] = {}
+        deletes: dict[str, list[str]] = {}
+        if self.indexes.column_stats:
+            columns = index_columns(storage, self.table.data_config(), self.indexes, metadata)
+            upserts[COLUMN_STATS.name] = indexes.commit_column_stats_records(storage, metadata, instant_time, columns)
+        if self.indexes.record_index:
+            reader = MetadataReader(storage)
+            table = HudiTable(storage.base_uri, storage.storage_options)
+            update = indexes.commit_record_index_update(
+                storage, table, metadata, instant_time, lambda keys: indexes.lookup_record_index(reader, keys)
+            )
+            upserts[RECORD_INDEX.name] = list(update.upserts)
+            deletes[RECORD_INDEX.name] = list(update.deletes)
+        return upserts, deletes
 
     def _restore(self, instant_time: str, metadata: RestoreMetadata) -> None:
         """Undo the delta commits of the instants the restore rolled back (latest first), then
@@ -511,6 +691,43 @@ class MetadataParticipant:
         known = {p: dict(files) for p, files in files_listing(self.table.storage).partitions.items()}
         records = restore_files_records(listed, known)
         self.table.delta_commit(instant_time, records or [partition_list_record(list(listed))])
+        # the index partitions may hold entries of undone instants that a compaction folded in:
+        # they go, and the next write bootstraps them again from the restored table
+        for partition in (COLUMN_STATS, RECORD_INDEX):
+            if partition.name in self.table.data_config().metadata_partitions:
+                self.table.drop_partition(partition)
+
+
+def index_columns(
+    storage: Storage, config: TableConfig, settings: IndexSettings, metadata: CommitMetadata | None = None
+) -> list[str]:
+    """Columns the ``column_stats`` partition indexes: the configured list, else the meta
+    columns and every top-level field of the writer schema (the commit's, else the table's)."""
+    import json
+
+    if settings.column_stats_columns:
+        return list(settings.column_stats_columns)
+    schema_json = (metadata.extra_metadata or {}).get("schema") if metadata is not None else None
+    if not schema_json:
+        from ..table.table import HudiTable
+
+        schema_json = HudiTable(storage.base_uri, storage.storage_options).avro_schema
+    from ..schema.meta_fields import META_FIELDS
+
+    fields = json.loads(schema_json).get("fields", []) if schema_json else []
+    names = [f["name"] for f in fields if _primitive(f.get("type"))]
+    meta = list(META_FIELDS) if config.populate_meta_fields else []
+    return meta + [n for n in names if n not in meta]
+
+
+def _primitive(avro_type: Any) -> bool:
+    """Whether a field's Avro type (maybe a nullable union) is a primitive or logical type."""
+    if isinstance(avro_type, list):
+        kinds = [t for t in avro_type if t != "null"]
+        return len(kinds) == 1 and _primitive(kinds[0])
+    if isinstance(avro_type, dict):
+        return avro_type.get("type") not in ("record", "array", "map", "enum") or "logicalType" in avro_type
+    return avro_type in ("boolean", "int", "long", "float", "double", "bytes", "string")
 
 
 def commit_records(metadata: CommitMetadata) -> list[MetadataRecord]:
@@ -531,9 +748,12 @@ def rollback_records(metadata: RollbackMetadata) -> list[MetadataRecord]:
 
 def participant_for(timeline: Timeline) -> "CommitParticipant | None":
     """The participant of a data table whose ``hoodie.properties`` lists the ``files`` partition."""
-    if FILES.name not in timeline.config.metadata_partitions:
+    listed = set(timeline.config.metadata_partitions)
+    if FILES.name not in listed:
         return None
-    return MetadataParticipant(MetadataTable(timeline.storage))
+    settings = _WRITER_INDEX_SETTINGS.get(timeline.storage.uri(), IndexSettings())
+    settings = replace(settings, column_stats=COLUMN_STATS.name in listed, record_index=RECORD_INDEX.name in listed)
+    return MetadataParticipant(MetadataTable(timeline.storage), settings)
 
 
 def register() -> None:
