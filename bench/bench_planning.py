@@ -384,7 +384,7 @@ def _uptime() -> str:
 def measure(args, manifests: dict[str, dict[str, Any]]) -> int:
     env = environment()
     load_before = _uptime()
-    server = None if args.no_s3 else S3Server()
+    server = None if args.no_s3 or not args.s3_tables else S3Server()
     rows: list[list[Any]] = []
     raw: dict[str, Any] = {}
     agree = total = 0
@@ -392,7 +392,7 @@ def measure(args, manifests: dict[str, dict[str, Any]]) -> int:
         for name, manifest in manifests.items():
             local = manifest["path"]
             places = [("local", local, None)]
-            if server is not None:
+            if server is not None and name in args.s3_tables.split(","):
                 t0 = time.perf_counter()
                 url = server.upload(local, name)
                 print(f"uploaded {name} to {url} in {time.perf_counter() - t0:.0f}s", flush=True)
@@ -485,6 +485,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--build-only", action="store_true", help="build the tables and stop")
     ap.add_argument("--tables", default="wide,scale", help="which tables to measure (comma-separated)")
     ap.add_argument("--no-s3", action="store_true", help="local disk only")
+    ap.add_argument("--s3-tables", default="wide", help="tables also measured on S3 (each is uploaded to the server)")
     ap.add_argument("--no-counts", action="store_true", help="skip the strace run counting local file access")
     ap.add_argument("--wide-rows", type=int, default=25_000)
     ap.add_argument("--wide-partitions", type=int, default=250)
