@@ -268,12 +268,15 @@ def run_worker(args) -> int:
         import hudi  # noqa: F401
 
         plan = lambda: _plan_hudi_rs(args.url, s3)  # noqa: E731
+    cpu = time.process_time()
     first, slices, listing = plan()
+    first_cpu, cpu = time.process_time() - cpu, time.process_time()
     again, _, _ = plan()
+    again_cpu = time.process_time() - cpu
     slices = sorted(slices, key=lambda s: (s[0], s[1]))
     digest = hashlib.sha1(json.dumps(slices).encode()).hexdigest()
     Path(args.out).write_text(json.dumps({
-        "first": first, "again": again, "slices": len(slices), "digest": digest, "listing": listing,
+        "first": first, "again": again, "first_cpu": first_cpu, "again_cpu": again_cpu, "slices": len(slices), "digest": digest, "listing": listing,
         "log_files": sum(len(s[3]) for s in slices), "sample": slices[:3],
     }))
     return 0
@@ -400,6 +403,8 @@ def measure(args, manifests: dict[str, dict[str, Any]]) -> int:
             for where, url, s3 in places:
                 samples = {label: (Samples(f"{name} {where} {label} first"), Samples(f"{name} {where} {label} again"))
                            for label, _, _ in CASES}
+                cpu = {label: (Samples(f"{name} {where} {label} first cpu"), Samples(f"{name} {where} {label} again cpu"))
+                       for label, _, _ in CASES}
                 results: dict[str, dict[str, Any]] = {}
                 requests: dict[str, dict[str, int]] = {}
                 for rep in range(args.repeat):
@@ -411,6 +416,8 @@ def measure(args, manifests: dict[str, dict[str, Any]]) -> int:
                         first, again = samples[label]
                         first.seconds.append(result["first"])
                         again.seconds.append(result["again"])
+                        cpu[label][0].seconds.append(result["first_cpu"])
+                        cpu[label][1].seconds.append(result["again_cpu"])
                         results[label] = result
                         print(f"  {name} {where} {label}: {result['first']:.3f}s / {result['again']:.3f}s "
                               f"({result['slices']} slices)", flush=True)
@@ -422,6 +429,7 @@ def measure(args, manifests: dict[str, dict[str, Any]]) -> int:
                             requests[label] = counted
                 oracle = results[CASES[-1][0]]
                 rs_first, rs_again = samples[CASES[-1][0]]
+                rs_cpu = cpu[CASES[-1][0]][0]
                 for label, _, _ in CASES:
                     result = results[label]
                     same = result["digest"] == oracle["digest"]
@@ -435,13 +443,16 @@ def measure(args, manifests: dict[str, dict[str, Any]]) -> int:
                         counted = f"{counts['dirs'] // 2} dirs, {counts['files'] // 2} files, {counts['stats'] // 2} stats"
                     else:
                         counted = "-"
+                    first_cpu = cpu[label][0]
                     rows.append([
                         name, where, label, result["slices"], result["log_files"], fmt_s(first.median), fmt_s(again.median),
-                        fmt_ratio(first.median / rs_first.median), fmt_ratio(again.median / rs_again.median), counted,
+                        fmt_s(first_cpu.median), fmt_ratio(first.median / rs_first.median),
+                        fmt_ratio(again.median / rs_again.median), fmt_ratio(first_cpu.median / rs_cpu.median), counted,
                         "yes" if same else "NO",
                     ])
                     raw[f"{name} | {where} | {label}"] = {
-                        "first": first.to_json(), "again": again.to_json(), "requests_two_plans": counts,
+                        "first": first.to_json(), "again": again.to_json(), "first_cpu": cpu[label][0].to_json(),
+                        "again_cpu": cpu[label][1].to_json(), "requests_two_plans": counts,
                         "slices": result["slices"], "digest": result["digest"], "listing": result["listing"],
                         "same_as_hudi_rs": same,
                     }
@@ -458,19 +469,22 @@ def measure(args, manifests: dict[str, dict[str, Any]]) -> int:
         print(f"table {name}: {size}")
     print()
     print(table(
-        ["table", "storage", "case", "file slices", "log files", "first plan s (median)", "again s (median)",
-         "first / hudi-rs", "again / hudi-rs", "files touched / requests per plan", "same slices as hudi-rs"],
+        ["table", "storage", "case", "file slices", "log files", "first s", "again s", "first CPU s",
+         "first / hudi-rs", "again / hudi-rs", "CPU / hudi-rs", "listings, files / requests per plan",
+         "same slices as hudi-rs"],
         rows,
     ))
     print()
     print(f"result checks: {agree}/{total} agree with hudi-rs")
-    print("first = the first plan in a fresh process; again = a second plan in that process, plan cache emptied")
+    print("medians; first = the first plan in a fresh process (wall clock); again = a second plan in that process,")
+    print("plan cache emptied; first CPU = CPU seconds of the first plan, all threads (steadier on a loaded machine)")
     if "scale" in manifests:
         key = "scale | local | hudi-duck, metadata table"
         rs = raw.get("scale | local | hudi-rs get_file_slices")
         if key in raw and rs:
-            ratio = raw[key]["first"]["median"] / rs["first"]["median"]
-            print(f"scale table, local, first plan vs hudi-rs: {ratio:.2f}x (target <= {SCALE_TARGET}x)")
+            for what in ("first", "again", "first_cpu"):
+                ratio = raw[key][what]["median"] / rs[what]["median"]
+                print(f"scale table, local, {what} plan vs hudi-rs: {ratio:.2f}x (target <= {SCALE_TARGET}x)")
     path = write_results("planning", {"environment": env, "load_before": load_before, "load_after": load_after,
                                       "tables": manifests, "cases": raw, "agree": agree, "total": total})
     print(f"raw results: {path}")

@@ -149,6 +149,9 @@ class Storage:
 
     def read(self, rel: str) -> bytes:
         try:
+            if self.is_local:  # a plan reads every commit file: a tenth of fsspec's cost per file
+                with open(self.abs(rel), "rb") as fh:
+                    return fh.read()
             return self.fs.cat_file(self.abs(rel))
         except FileNotFoundError as exc:
             raise TableNotFoundError(f"file not found: {self.uri(rel)}") from exc
