@@ -309,10 +309,12 @@ class S3Server:
             "key": "bench-key", "secret": "bench-secret", "endpoint_url": f"http://{host}:{port}",
             "client_kwargs": {"region_name": "us-east-1"},
         }
+        import boto3
         import s3fs
 
+        boto3.client("s3", endpoint_url=self.options["endpoint_url"], aws_access_key_id=self.options["key"],
+                     aws_secret_access_key=self.options["secret"], region_name="us-east-1").create_bucket(Bucket=BUCKET)
         self.fs = s3fs.S3FileSystem(**self.options, use_listings_cache=False)
-        self.fs.mkdir(BUCKET)
 
     def upload(self, local: str, name: str) -> str:
         self.fs.put(local.rstrip("/") + "/", f"{BUCKET}/{name}/", recursive=True)
