@@ -99,7 +99,7 @@ def build_wide(root: Path, rows: int, partitions: int, tasks: int) -> dict[str, 
     }
 
 
-def _scale_rows(schema, commit: int, partition: str, city: str, n: int):
+def _scale_rows(schema, commit: int, city: str, n: int):
     """``n`` rows of the table's data schema for one new file group (keys unique per commit)."""
     import datetime
 
@@ -133,7 +133,7 @@ def build_scale(root: Path, commits: int, groups: int, partitions: int, rows_per
     """COW: a spark_writer bulk_insert of ``groups`` file groups, then ``commits - 1`` commits of
     ``groups`` new file groups each, written with the core (see the module docstring)."""
     from common import spark_session
-    from data import hudi_options
+    from data import _columns, hudi_options
     from pyspark.sql import functions as F
 
     import spark_writer
@@ -149,8 +149,6 @@ def build_scale(root: Path, commits: int, groups: int, partitions: int, rows_per
     remove(path)
     t0 = time.perf_counter()
     spark = spark_session("hudi-duck-bench-planning-scale")
-    from data import _columns
-
     df = spark.range(0, groups * rows_per_group, 1, 1).select(*_columns(), "id")
     df = df.withColumn("city", F.format_string("c%03d", (F.col("id") % groups).cast("int"))).drop("id")
     opts = hudi_options("bench_scale", "COPY_ON_WRITE", "bulk_insert", **{"hoodie.bulkinsert.shuffle.parallelism": "1"})
@@ -173,7 +171,7 @@ def build_scale(root: Path, commits: int, groups: int, partitions: int, rows_per
             txn.begin(CommitMetadata(partition_to_write_stats=profile, operation_type="INSERT"))
             stats = []
             for j, c in enumerate(cities):
-                rows = _scale_rows(ctx.data_schema, commit, f"city={c}", c, rows_per_group)
+                rows = _scale_rows(ctx.data_schema, commit, c, rows_per_group)
                 stats += create_files(ctx, f"city={c}", rows, TaskInfo(j, commit, commit * groups + j))
             txn.commit(CommitMetadata.of(stats, compacted=False, extra_metadata={"schema": ctx.avro_schema},
                                          operation_type="INSERT"))
