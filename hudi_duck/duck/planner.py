@@ -103,12 +103,34 @@ def _timeline_state(storage: Storage) -> tuple:
 
     Every change of which files a query reads goes through the timeline: a write,
     rollback, clean, compaction or clustering adds or changes instant files."""
-    entries = storage.list(HOODIE_DIR)
-    state = [(e.name, e.size, e.mtime) for e in entries]
+    entries = _folder_state(storage, HOODIE_DIR)
+    state = [(name, size, mtime) for name, size, mtime, _ in entries]
     for folder in ("timeline",):
-        if any(e.is_dir and e.name == folder for e in entries):
-            state.extend((f"{folder}/{e.name}", e.size, e.mtime) for e in storage.list(f"{HOODIE_DIR}/{folder}"))
+        if any(is_dir and name == folder for name, _, _, is_dir in entries):
+            state.extend(
+                (f"{folder}/{name}", size, mtime) for name, size, mtime, _ in _folder_state(storage, f"{HOODIE_DIR}/{folder}")
+            )
     return tuple(state)
+
+
+def _folder_state(storage: Storage, rel: str) -> list[tuple[str, int, float | None, bool]]:
+    """(name, size, mtime, is a folder) of the entries of ``rel``, sorted. A local folder is read
+    with one ``scandir`` (a timeline folder holds thousands of instant files, and every query
+    checks it)."""
+    if not storage.is_local:
+        return [(e.name, e.size, e.mtime, e.is_dir) for e in storage.list(rel)]
+    out = []
+    try:
+        with os.scandir(storage.abs(rel)) as entries:
+            for entry in entries:
+                try:
+                    info = entry.stat()
+                except FileNotFoundError:
+                    continue  # gone since the folder was read
+                out.append((entry.name, info.st_size, info.st_mtime, entry.is_dir()))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(out)
 
 
 def _logs_unchanged(plan: ReadPlan, storage: Storage) -> bool:

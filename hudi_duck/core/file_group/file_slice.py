@@ -8,7 +8,7 @@ files appended to it, identified by its base instant time. Slices are values
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Iterable
 
 from .naming import BaseFile, LogFile
@@ -43,10 +43,11 @@ class FileSlice:
         return sorted(self.log_files, key=LogFile.sort_key)
 
     def with_base(self, base_file: BaseFile | None) -> "FileSlice":
-        return replace(self, base_file=base_file)
+        # the constructor, not dataclasses.replace: a file system view makes one per file
+        return FileSlice(self.partition_path, self.file_id, self.base_instant_time, base_file, self.log_files)
 
     def with_logs(self, log_files: Iterable[LogFile]) -> "FileSlice":
-        return replace(self, log_files=tuple(log_files))
+        return FileSlice(self.partition_path, self.file_id, self.base_instant_time, self.base_file, tuple(log_files))
 
     @property
     def total_size(self) -> int:

@@ -11,10 +11,10 @@
 from __future__ import annotations
 
 import datetime as _dt
-import posixpath
 import re
 import uuid
 from dataclasses import dataclass
+from functools import lru_cache
 
 PARTITION_METAFILE = ".hoodie_partition_metadata"
 PARTITION_METAFILE_PREFIX = ".hoodie_partition_metadata"
@@ -47,7 +47,14 @@ class BaseFile:
     @property
     def path(self) -> str:
         """Path relative to the table base path."""
-        return posixpath.join(self.partition_path, self.file_name) if self.partition_path else self.file_name
+        return _join(self.partition_path, self.file_name)
+
+
+def _join(partition_path: str, file_name: str) -> str:
+    """``posixpath.join`` for a partition path and a file name in it (a plan joins one per file)."""
+    if not partition_path:
+        return file_name
+    return partition_path + file_name if partition_path.endswith("/") else f"{partition_path}/{file_name}"
 
 
 def _token_key(token: str | None) -> tuple[int, int, int]:
@@ -74,7 +81,7 @@ class LogFile:
 
     @property
     def path(self) -> str:
-        return posixpath.join(self.partition_path, self.file_name) if self.partition_path else self.file_name
+        return _join(self.partition_path, self.file_name)
 
     def sort_key(self) -> tuple:
         """Hudi's log file order: instant, version, then write token.
@@ -84,39 +91,42 @@ class LogFile:
         return (self.instant_time, self.version, _token_key(self.write_token), self.write_token or "")
 
 
-def parse_base_file(partition_path: str, name: str, size: int = 0) -> BaseFile | None:
-    """Parse a base file name; ``None`` for anything else."""
+@lru_cache(maxsize=1 << 16)
+def _base_name_parts(name: str) -> tuple[str, str, str, str] | None:
+    """(file id, write token, instant, extension) of a base file name (cached: a plan parses the
+    names of a listing and again those of the commits' write stats)."""
     if name.startswith("."):
         return None
     match = _BASE_FILE.match(name)
-    if not match:
+    return match.group("file_id", "token", "instant", "ext") if match else None
+
+
+def parse_base_file(partition_path: str, name: str, size: int = 0) -> BaseFile | None:
+    """Parse a base file name; ``None`` for anything else."""
+    parts = _base_name_parts(name)
+    if parts is None:
         return None
-    return BaseFile(
-        partition_path=partition_path,
-        file_name=name,
-        file_id=match.group("file_id"),
-        write_token=match.group("token"),
-        instant_time=match.group("instant"),
-        extension=match.group("ext"),
-        size=size,
-    )
+    file_id, token, instant, ext = parts
+    return BaseFile(partition_path, name, file_id, token, instant, ext, size)
+
+
+@lru_cache(maxsize=1 << 16)
+def _log_name_parts(name: str) -> tuple[str, str, int, str | None, bool] | None:
+    """(file id, instant, version, write token, is cdc) of a log file name (cached)."""
+    match = _LOG_FILE.match(name)
+    if not match or match.group("ext") != LOG_EXTENSION:
+        return None
+    file_id, instant, version, token, cdc = match.group("file_id", "instant", "version", "token", "cdc")
+    return file_id, instant, int(version), token, cdc is not None
 
 
 def parse_log_file(partition_path: str, name: str, size: int = -1) -> LogFile | None:
     """Parse a log file name; ``None`` for anything else."""
-    match = _LOG_FILE.match(name)
-    if not match or match.group("ext") != LOG_EXTENSION:
+    parts = _log_name_parts(name)
+    if parts is None:
         return None
-    return LogFile(
-        partition_path=partition_path,
-        file_name=name,
-        file_id=match.group("file_id"),
-        instant_time=match.group("instant"),
-        version=int(match.group("version")),
-        write_token=match.group("token"),
-        is_cdc=match.group("cdc") is not None,
-        size=size,
-    )
+    file_id, instant, version, token, is_cdc = parts
+    return LogFile(partition_path, name, file_id, instant, version, token, is_cdc, size)
 
 
 def is_partition_metafile(name: str) -> bool:

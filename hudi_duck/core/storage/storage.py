@@ -149,6 +149,9 @@ class Storage:
 
     def read(self, rel: str) -> bytes:
         try:
+            if self.is_local:  # a plan reads every commit file: a tenth of fsspec's cost per file
+                with open(self.abs(rel), "rb") as fh:
+                    return fh.read()
             return self.fs.cat_file(self.abs(rel))
         except FileNotFoundError as exc:
             raise TableNotFoundError(f"file not found: {self.uri(rel)}") from exc
@@ -184,6 +187,18 @@ class Storage:
             )
         out.sort(key=lambda f: f.path)
         return out
+
+    def file_names(self, rel: str = "") -> list[str]:
+        """Names of the entries directly under ``rel`` that are not folders (sorted); an absent
+        folder has none. What a timeline needs of its folder: thousands of instant files, no
+        sizes, so a local folder is read without a ``stat`` per file."""
+        if not self.is_local:
+            return [info.name for info in self.list(rel) if not info.is_dir]
+        try:
+            with os.scandir(self.abs(rel)) as entries:
+                return sorted(e.name for e in entries if not e.is_dir(follow_symlinks=False))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
 
     def walk_files(self, rel: str = "", skip_dirs: tuple[str, ...] = ()) -> Iterator[FileInfo]:
         """Every file below ``rel``, not descending into ``skip_dirs`` names."""

@@ -88,6 +88,9 @@ class StorageListing:
     def __init__(self, storage: Storage, config: TableConfig):
         self.storage = storage
         self.config = config
+        #: entries of the partition folders the search for partitions listed, each kept for
+        #: the first ``files`` of its partition (one listing per folder, not two)
+        self._walked: dict[str, list] = {}
 
     def partitions(self) -> list[str]:
         """Partition paths, found by their ``.hoodie_partition_metadata`` marker."""
@@ -98,6 +101,7 @@ class StorageListing:
             entries = self.storage.list(current)
             if any((not e.is_dir) and is_partition_metafile(e.name) for e in entries):
                 found.append(current)
+                self._walked[current] = entries
             for entry in entries:
                 if entry.is_dir and entry.name not in _SKIP_DIRS and not entry.name.startswith("."):
                     stack.append(entry.path)
@@ -107,7 +111,10 @@ class StorageListing:
 
     def files(self, partition: str) -> list[tuple[str, int]]:
         """(file name, size) of the files directly in ``partition``."""
-        return [(info.name, info.size) for info in self.storage.list(partition) if not info.is_dir]
+        entries = self._walked.pop(partition, None)
+        if entries is None:
+            entries = self.storage.list(partition)
+        return [(info.name, info.size) for info in entries if not info.is_dir]
 
 
 class FileListing(Protocol):

@@ -91,26 +91,27 @@ def check_plan_files(
         if not instants.admits(instant.requested_time):
             continue
         commit_file = view.storage.uri(timeline.file_of(instant))
-        for partition, stat in timeline.commit_metadata(instant).iter_stats():
-            expected = _expected_of(stat, instant.requested_time, commit_file)
-            if expected is None:
+        for _, stat in timeline.commit_metadata(instant).iter_stats():
+            path = (stat.path or "").strip("/")
+            if not path:
                 continue
-            partition = posixpath.dirname(expected.path)
-            name = posixpath.basename(expected.path)
-            parsed = parse_log_file(partition, name) if expected.is_log else parse_base_file(partition, name)
+            # (one pass per file every commit wrote: string splits, no posixpath)
+            partition, _, name = path.rpartition("/")
+            is_log = name.startswith(".")
+            if wanted_partitions is not None and partition not in wanted_partitions:
+                continue
+            parsed = parse_log_file(partition, name) if is_log else parse_base_file(partition, name)
             if parsed is None:
                 continue
             group = (partition, parsed.file_id)
             if group in replaced_set:
                 continue
-            if wanted_partitions is not None and partition not in wanted_partitions:
-                continue
             if wanted_groups is not None and group not in wanted_groups:
                 continue
-            if expected.is_log:
-                logs.append((group, expected))
+            if is_log:
+                logs.append((group, _expected_of(stat, instant.requested_time, commit_file)))
             elif group not in newest_base or parsed.instant_time >= _instant_of(newest_base[group]):
-                newest_base[group] = expected
+                newest_base[group] = _expected_of(stat, instant.requested_time, commit_file)
     if not newest_base and not logs:
         return
     cleaned = _cleaned_files(view)

@@ -96,10 +96,8 @@ class Timeline:
     def load(cls, storage: Storage, config: TableConfig) -> "Timeline":
         groups: dict[str, InstantFiles] = {}
         savepoints: list[Instant] = []
-        for info in storage.list(config.timeline_path):
-            if info.is_dir:
-                continue
-            instant = Instant.parse_file_name(info.name)
+        for name in storage.file_names(config.timeline_path):
+            instant = Instant.parse_file_name(name)
             if instant is None:
                 continue
             if instant.action == Action.SAVEPOINT:

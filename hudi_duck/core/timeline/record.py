@@ -92,10 +92,13 @@ class HudiRecord:
     @classmethod
     def from_record(cls: type[R], raw: Mapping[str, Any]) -> R:
         """The typed record of a decoded Avro / JSON record."""
-        specs = cls.specs()
-        known = {s.key for s in specs}
-        values = {s.attr: _decode_value(s, raw[s.key]) for s in specs if s.key in raw}
-        extra = {k: v for k, v in raw.items() if k not in known}
+        plain, nested, known = _decoding_of(cls)
+        values = {attr: raw[key] for key, attr in plain if key in raw}
+        for spec in nested:
+            if spec.key in raw:
+                values[spec.attr] = _decode_value(spec, raw[spec.key])
+        # (a commit's metadata holds a record per file written: skip the scan for unknown keys when none can be)
+        extra = {k: v for k, v in raw.items() if k not in known} if len(values) != len(raw) else {}
         return cls(**values, extra=extra)
 
     def to_record(self) -> dict[str, Any]:
@@ -103,6 +106,16 @@ class HudiRecord:
         out = {s.key: _encode_value(s, getattr(self, s.attr)) for s in self.specs()}
         out.update(self.extra)
         return out
+
+
+@lru_cache(maxsize=None)
+def _decoding_of(cls: type) -> tuple[tuple[tuple[str, str], ...], tuple[_Spec, ...], frozenset[str]]:
+    """A record type's fields split for decoding: (Hudi key, attribute) of plain values, the
+    specs of record-valued fields, and every Hudi key it knows."""
+    specs = _specs_of(cls)
+    plain = tuple((s.key, s.attr) for s in specs if s.record is None)
+    nested = tuple(s for s in specs if s.record is not None)
+    return plain, nested, frozenset(s.key for s in specs)
 
 
 @lru_cache(maxsize=None)

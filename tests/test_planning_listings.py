@@ -1,0 +1,62 @@
+"""What planning reads from storage: a listed table lists each partition folder once, a
+timeline folder is read for its instant file names, Java's string hash as the metadata
+table's map order needs it."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from hudi_duck import open_table
+from hudi_duck.core.metadata.java import string_hash
+from hudi_duck.core.storage.storage import Storage
+from test_mdt_read import counting_listings
+
+PARTITIONED = [
+    "sample_table/cow/v6_simplekeygen_nonhivestyle",
+    "quickstart_trips_table/mor/avro/v6_trips_8i1u",
+    "sample_table/cow/v9_txns_simple_meta",
+]
+
+
+@pytest.mark.parametrize("fid", PARTITIONED)
+def test_listing_lists_each_partition_folder_once(monkeypatch, fixture_tables, fid):
+    path = fixture_tables[fid]
+    with counting_listings(monkeypatch, path) as listed:
+        plan = open_table(path, metadata_enable=False).plan()
+    folders = {s.partition_path for s in plan.slices}
+    assert plan.listing == "storage" and folders
+    listings = {folder: n for (call, folder), n in listed.calls.items() if call == "ls"}
+    for folder in folders:
+        assert listings.get(folder) == 1, (folder, dict(listed.calls))
+
+
+def test_file_names_of_a_folder(tmp_path):
+    (tmp_path / "t" / ".hoodie" / "archived").mkdir(parents=True)
+    for name in ("001.commit", "001.commit.requested", "hoodie.properties"):
+        (tmp_path / "t" / ".hoodie" / name).write_bytes(b"")
+    storage = Storage(str(tmp_path / "t"))
+    assert storage.file_names(".hoodie") == ["001.commit", "001.commit.requested", "hoodie.properties"]
+    assert storage.file_names("absent") == []
+    assert storage.file_names(".hoodie/hoodie.properties") == []  # a file, not a folder
+
+
+def _java_hash(text: str) -> int:
+    """String.hashCode the way Java computes it: h = 31 * h + c over the UTF-16 code units."""
+    h = 0
+    units = text.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i : i + 2], "big")) % (1 << 32)
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def test_string_hash_is_javas():
+    assert string_hash("") == 0
+    assert string_hash("hello") == 99162322  # "hello".hashCode() in Java
+    assert string_hash("Aa") == string_hash("BB") == 2112
+    rng = random.Random(7)
+    alphabet = "abcXYZ019-_.=/é漢😀\u0000"
+    for n in range(0, 200):
+        text = "".join(rng.choice(alphabet) for _ in range(n))
+        assert string_hash(text) == _java_hash(text), text
