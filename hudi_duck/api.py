@@ -92,15 +92,14 @@ class HudiTableReader:
     ) -> ReadPlan:
         """The read plan of a query (``kind``: snapshot, read_optimized, incremental; times as
         the read methods take them): a value, the same one the SQL functions run."""
-        tables = iter([self.table])
 
-        def open_table() -> HudiTable:  # the opened table first, then fresh listings
-            self.table = next(tables, None) or HudiTable(
+        def reopen() -> HudiTable:  # a fresh listing replaces the opened table's
+            self.table = HudiTable(
                 self.table.base_uri, self.table.storage.storage_options, metadata_enable=self.metadata_enable
             )
             return self.table
 
-        return plan_fresh(open_table, lambda table: make_plan(kind, table, first, second, self.options, filters))
+        return plan_fresh(reopen, lambda table: make_plan(kind, table, first, second, self.options, filters), self.table)
 
     def _read(self, kind: str, first: str | None, second: str | None, columns, filter, filters) -> pa.RecordBatchReader:
         sql = render_plan(self.plan(kind, first, second, filters))

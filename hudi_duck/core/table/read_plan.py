@@ -272,8 +272,11 @@ def parse_query_time(what: str, value: str | None, table_path: str) -> str | Non
 PLAN_ATTEMPTS = 3
 
 
-def plan_fresh(open_table: Callable[[], HudiTable], make: Callable[[HudiTable], ReadPlan]) -> ReadPlan:
-    """``make(open_table())``, listing the table again when a listed timeline file vanished meanwhile.
+def plan_fresh(
+    open_table: Callable[[], HudiTable], make: Callable[[HudiTable], ReadPlan], table: HudiTable | None = None
+) -> ReadPlan:
+    """``make(table)`` (a table opened by ``open_table`` when none is given), listing the table
+    again when a listed timeline file vanished meanwhile.
 
     Archival and rollback delete timeline files while readers plan; a listing taken a
     moment before can name a file that is gone. Hudi's readers reload the timeline;
@@ -281,7 +284,7 @@ def plan_fresh(open_table: Callable[[], HudiTable], make: Callable[[HudiTable], 
     """
     for attempt in range(PLAN_ATTEMPTS):
         try:
-            return make(open_table())
+            return make(table if table is not None and attempt == 0 else open_table())
         except TimelineChangedError:
             if attempt == PLAN_ATTEMPTS - 1:
                 raise
