@@ -29,6 +29,7 @@ from hudi_duck.core.table.read_plan import plan_snapshot
 from hudi_duck.core.table.table import HudiTable
 from hudi_duck.core.timeline.active import Timeline
 from hudi_duck.core.timeline.instant import Action
+from mdt_options import mdt_test_options
 from oracle import canonical_rows, hudi_rs_read
 
 pyspark = pytest.importorskip("pyspark")
@@ -44,20 +45,7 @@ INDEXES = {
 
 
 def _opts(name: str, table_type: str, partitioned: bool, **extra) -> dict:
-    opts = {
-        "hoodie.table.name": name,
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": table_type,
-        "hoodie.datasource.write.operation": "upsert",
-        **INDEXES,
-    }
-    if partitioned:
-        opts["hoodie.datasource.write.partitionpath.field"] = "p"
-    else:
-        opts["hoodie.datasource.write.keygenerator.class"] = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
-    opts.update({k: str(v) for k, v in extra.items()})
-    return opts
+    return mdt_test_options(name, table_type, partitioned, **{**INDEXES, **extra})
 
 
 def _partition_of(key: str) -> str:

@@ -26,6 +26,7 @@ from hudi_duck.core.metadata.records import decode_values, writer_schema_json
 from hudi_duck.core.storage.storage import Storage
 from hudi_duck.core.timeline.active import Timeline
 from hudi_duck.core.timeline.instant import Action
+from mdt_options import mdt_test_options
 from oracle import canonical_rows, hudi_rs_read
 
 pyspark = pytest.importorskip("pyspark")
@@ -34,20 +35,7 @@ DDL = "id string, p string, v int, ts long"
 COLUMNS = ["_hoodie_commit_time", "_hoodie_record_key", "_hoodie_file_name", "id", "p", "v", "ts"]
 
 
-def _opts(name: str, table_type: str, partitioned: bool, **extra) -> dict:
-    opts = {
-        "hoodie.table.name": name,
-        "hoodie.datasource.write.recordkey.field": "id",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.table.type": table_type,
-        "hoodie.datasource.write.operation": "upsert",
-    }
-    if partitioned:
-        opts["hoodie.datasource.write.partitionpath.field"] = "p"
-    else:
-        opts["hoodie.datasource.write.keygenerator.class"] = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
-    opts.update({k: str(v) for k, v in extra.items()})
-    return opts
+_opts = mdt_test_options
 
 
 def _write(spark, path: str, rows: list[tuple], opts: dict, **overrides):
