@@ -283,8 +283,7 @@ class WriteClient:
         self._check_fields(df, cfg, data_schema)
         is_mor = table.config.is_mor if table is not None else cfg.is_mor
         try:  # these read the input: an error of the job's own code there reaches the user whole
-            prepare.refuse_null_ordering(prepare.strip_meta_columns(df), cfg, operation, is_mor, self.path)
-            prepare.refuse_null_keys(prepare.strip_meta_columns(df), cfg, operation, self.path)
+            prepare.refuse_unwritable_records(prepare.strip_meta_columns(df), cfg, operation, is_mor, self.path)
         except HudiError:
             raise
         except Exception as exc:

@@ -133,30 +133,80 @@ def combines(cfg: WriteConfig, operation: str) -> bool:
     }.get(operation, False)
 
 
-def refuse_null_ordering(df: DataFrame, cfg: WriteConfig, operation: str, is_mor: bool, path: str) -> None:
-    """Refuse, before anything is written, records whose ordering value is null when Hudi would.
+def refuse_unwritable_records(df: DataFrame, cfg: WriteConfig, operation: str, is_mor: bool, path: str) -> None:
+    """Refuse, before an instant starts, records Hudi refuses: a null ordering value where Hudi
+    would reject it, and records its key generator cannot key (a null or empty record key field;
+    for several fields, all of them).
 
-    One scan of the input when the column may hold nulls (``merge.incoming`` says when)."""
-    field_name = cfg.precombine_field
-    if not field_name or operation in ("delete", "delete_partition"):
+    One scan of the input for both (each task stops at its first problem of each kind): a write
+    of a few rows is dominated by Spark jobs, so the checks share one. Counting and naming an
+    example take more jobs, but only when the write is refused."""
+    ordering_field = _checked_ordering_field(df, cfg, operation, is_mor)
+    check_keys = bool(cfg.record_key_fields) and operation != "delete_partition"
+    if ordering_field is None and not check_keys:
         return
-    ordering_rule.rule_for(df, field_name)  # a type Hudi can order by
-    reason = null_ordering_refusal(
+    options = cfg.hoodie_options()
+
+    def problems(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        generator = None
+        found_key = found_ordering = False
+        for batch in batches:
+            if ordering_field is not None and not found_ordering and batch.column(_ORDERING_CHECKED).null_count:
+                found_ordering = True
+                yield pa.RecordBatch.from_pydict({"kind": ["ordering"], "problem": [""]})
+            if check_keys and not found_key:
+                if generator is None:
+                    generator = key_generator_from_write_options(options, batch.schema)
+                try:
+                    generator.record_keys(batch)
+                except KeyGeneratorError as exc:
+                    found_key = True
+                    yield pa.RecordBatch.from_pydict({"kind": ["key"], "problem": [str(exc)]})
+            if found_key == check_keys and found_ordering == (ordering_field is not None):
+                return
+
+    # only the key, partition and ordering columns cross to Python; each task reports at most one
+    # problem of each kind, so one job over all partitions (a ``limit`` would run partitions in
+    # growing waves, one job each)
+    result = T.StructType([T.StructField("kind", T.StringType()), T.StructField("problem", T.StringType())])
+    found = _checked_columns(df, cfg, ordering_field).mapInArrow(problems, result).collect()
+    if any(row[0] == "ordering" for row in found):
+        _raise_null_ordering(df, cfg, operation, is_mor, ordering_field, path)
+    keys = [row[1] for row in found if row[0] == "key"]
+    if keys:
+        fields = ",".join(cfg.record_key_fields)
+        raise WriteError(
+            f"{path}: a record has no record key in hoodie.datasource.write.recordkey.field={fields}: "
+            f"{keys[0]} Fill the field or drop those records; nothing was written."
+        )
+
+
+def _null_ordering_reason(cfg: WriteConfig, operation: str, is_mor: bool) -> str | None:
+    return null_ordering_refusal(
         operation,
         combines=combines(cfg, operation),
         event_time=cfg.event_time_ordering,
         is_mor=is_mor,
         bucket_index=cfg.index_type == "BUCKET",
     )
-    column = F.col(field_name)
-    if reason is None or not df.select(column).schema.fields[0].nullable:
-        return
-    nulls = df.filter(column.isNull())
-    first = nulls.limit(1).collect()
-    if not first:
-        return
+
+
+def _checked_ordering_field(df: DataFrame, cfg: WriteConfig, operation: str, is_mor: bool) -> str | None:
+    """The ordering field whose nulls Hudi would refuse in this write, if it may hold nulls."""
+    field_name = cfg.precombine_field
+    if not field_name or operation in ("delete", "delete_partition"):
+        return None
+    ordering_rule.rule_for(df, field_name)  # a type Hudi can order by
+    if _null_ordering_reason(cfg, operation, is_mor) is None:
+        return None
+    return field_name if df.select(F.col(field_name)).schema.fields[0].nullable else None
+
+
+def _raise_null_ordering(df: DataFrame, cfg: WriteConfig, operation: str, is_mor: bool, field_name: str, path: str):
+    nulls = df.filter(F.col(field_name).isNull())
     count = nulls.count()
     example = _example_key(nulls.limit(1), cfg)
+    reason = _null_ordering_reason(cfg, operation, is_mor)
     raise WriteError(
         f"{path}: {count} record(s) have a null ordering value in precombine field {field_name!r} "
         f"(hoodie.datasource.write.precombine.field), e.g. {example}; {reason} "
@@ -164,41 +214,21 @@ def refuse_null_ordering(df: DataFrame, cfg: WriteConfig, operation: str, is_mor
     )
 
 
-def refuse_null_keys(df: DataFrame, cfg: WriteConfig, operation: str, path: str) -> None:
-    """Refuse, before an instant starts, records Hudi's key generator cannot key (a null or
-    empty record key field; for several fields, all of them): one scan of the input, keyed by the
-    core key generator, that stops at the first such record."""
-    if not cfg.record_key_fields or operation == "delete_partition":
-        return
-    options = cfg.hoodie_options()
-
-    def problems(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        generator = None
-        for batch in batches:
-            if generator is None:
-                generator = key_generator_from_write_options(options, batch.schema)
-            try:
-                generator.record_keys(batch)
-            except KeyGeneratorError as exc:
-                yield pa.RecordBatch.from_pydict({"problem": [str(exc)]})
-                return
-
-    # only the key and partition columns cross to Python; each task reports at most one problem, so
-    # one job over all partitions (a ``limit`` would run partitions in growing waves, one job each)
-    found = key_columns(df, cfg).mapInArrow(problems, T.StructType([T.StructField("problem", T.StringType())])).collect()
-    if found:
-        fields = ",".join(cfg.record_key_fields)
-        raise WriteError(
-            f"{path}: a record has no record key in hoodie.datasource.write.recordkey.field={fields}: "
-            f"{found[0][0]} Fill the field or drop those records; nothing was written."
-        )
+_ORDERING_CHECKED = "_hd_ordering_checked"
 
 
-def key_columns(df: DataFrame, cfg: WriteConfig) -> DataFrame:
-    """The columns the key generator reads (record key and partition fields), or ``df`` whole
-    when a field is not a plain top-level column name."""
+def _checked_columns(df: DataFrame, cfg: WriteConfig, ordering_field: str | None) -> DataFrame:
+    """The key columns (or ``df`` whole), plus the ordering value when its nulls are checked."""
+    if ordering_field is None:
+        return key_columns(df, cfg)
+    return key_columns(df.withColumn(_ORDERING_CHECKED, F.col(ordering_field)), cfg, also=(_ORDERING_CHECKED,))
+
+
+def key_columns(df: DataFrame, cfg: WriteConfig, also: tuple[str, ...] = ()) -> DataFrame:
+    """The columns the key generator reads (record key and partition fields) and ``also``, or
+    ``df`` whole when a field is not a plain top-level column name."""
     names = [f.split(":", 1)[0].split(".", 1)[0] for f in list(cfg.record_key_fields) + list(cfg.partition_fields)]
-    wanted = list(dict.fromkeys(n for n in names if n))
+    wanted = list(dict.fromkeys([*(n for n in names if n), *also]))
     if not wanted or any(n not in df.columns for n in wanted):
         return df
     return df.select(*[F.col("`" + n.replace("`", "``") + "`") for n in wanted])
