@@ -11,6 +11,7 @@ import hudi_duck
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import executor_env  # noqa: E402
 from fixtures import fixture_id, fixture_zips, unzip_fixture  # noqa: E402
 
 FIXTURE_ZIPS = fixture_zips()
@@ -61,3 +62,13 @@ def small_spark(spark):
     spark.sparkContext.setLogLevel("ERROR")
     yield spark
     spark.conf.set("spark.sql.shuffle.partitions", previous)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Start building the executors' virtualenv at once when a selected test needs it."""
+    if any({"executor_env", "executor_archive"} & set(getattr(item, "fixturenames", ())) for item in items):
+        executor_env.start()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    executor_env.remove()

@@ -23,9 +23,10 @@ from pathlib import Path
 
 import pytest
 
+import executor_env as executor_env_build
+
 pyspark = pytest.importorskip("pyspark")
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 USER_JOB = Path(__file__).resolve().parent / "user_job.py"
 JOB_TIMEOUT = 420
 
@@ -55,26 +56,15 @@ def other_python() -> str:
 
 
 @pytest.fixture(scope="session")
-def executor_env(tmp_path_factory) -> Path:
+def executor_env() -> Path:
     """A virtualenv with hudi-duck installed (not editable) and nothing else: what the README tells users to build."""
-    env = tmp_path_factory.mktemp("executor") / "env"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=120)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(env / "bin" / "python"), "install", "-q", str(REPO_ROOT)],
-        check=True,
-        timeout=600,
-    )
-    return env
+    return executor_env_build.finished().env
 
 
 @pytest.fixture(scope="session")
 def executor_archive(executor_env) -> Path:
     """The executor virtualenv packed with venv-pack, as shipped with ``spark.archives``."""
-    import venv_pack
-
-    archive = executor_env.parent / "executor-env.tar.gz"
-    venv_pack.pack(prefix=str(executor_env), output=str(archive), compress_level=1)
-    return archive
+    return executor_env_build.finished().archive
 
 
 def _table_files(path: Path) -> dict[str, tuple[int, int]]:
