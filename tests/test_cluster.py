@@ -283,32 +283,63 @@ def _wait_for(log: Path, pattern: str, proc: subprocess.Popen, timeout: float = 
     raise AssertionError(f"{pattern!r} not in {log}:\n{log.read_text(errors='replace')[-3000:] if log.exists() else ''}")
 
 
-@pytest.fixture()
-def standalone_cluster(tmp_path):
-    """A Spark standalone master and one worker, separate processes on loopback; stopped afterwards."""
-    spark_home = Path(pyspark.__file__).resolve().parent
-    env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
-    env.pop("PYSPARK_PYTHON", None)
-    started: list[subprocess.Popen] = []
-    try:
-        master = _spark_class(
-            spark_home, "org.apache.spark.deploy.master.Master",
-            ["--host", "127.0.0.1", "--port", "0", "--webui-port", "0"], tmp_path / "master.log", env,
-        )
-        started.append(master)
-        url = _wait_for(tmp_path / "master.log", r"Starting Spark master at (spark://127\.0\.0\.1:\d+)", master).group(1)
-        worker = _spark_class(
-            spark_home, "org.apache.spark.deploy.worker.Worker",
-            [url, "--host", "127.0.0.1", "--cores", "2", "--memory", "2g", "--webui-port", "0",
-             "--work-dir", str(tmp_path / "work")],
-            tmp_path / "worker.log", env,
-        )
-        started.append(worker)
-        _wait_for(tmp_path / "worker.log", r"Successfully registered with master", worker)
-        yield url
-    finally:
-        for proc in reversed(started):
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class StandaloneCluster:
+    """A Spark standalone master and one worker, separate processes on loopback."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.spark_home = Path(pyspark.__file__).resolve().parent
+        self.env = {**os.environ, "SPARK_HOME": str(self.spark_home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
+        self.env.pop("PYSPARK_PYTHON", None)
+        self.started: list[subprocess.Popen] = []
+        port = _free_port()
+        self.url = f"spark://127.0.0.1:{port}"
+        self.started.append(_spark_class(
+            self.spark_home, "org.apache.spark.deploy.master.Master",
+            ["--host", "127.0.0.1", "--port", str(port), "--webui-port", "0"], root / "master.log", self.env,
+        ))
+        # the worker retries until the master is up
+        self.started.append(_spark_class(
+            self.spark_home, "org.apache.spark.deploy.worker.Worker",
+            [self.url, "--host", "127.0.0.1", "--cores", "2", "--memory", "2g", "--webui-port", "0",
+             "--work-dir", str(root / "work")],
+            root / "worker.log", self.env,
+        ))
+
+    def ready(self) -> str:
+        """The master's URL once the worker registered with it."""
+        master, worker = self.started
+        _wait_for(self.root / "master.log", r"Starting Spark master at spark://127\.0\.0\.1:\d+", master)
+        _wait_for(self.root / "worker.log", r"Successfully registered with master", worker)
+        return self.url
+
+    def stop(self) -> None:
+        for proc in reversed(self.started):
             _stop(proc)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster_processes(tmp_path_factory):
+    """The standalone cluster starts with the module, so it boots while the local jobs run."""
+    cluster = StandaloneCluster(tmp_path_factory.mktemp("standalone"))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture()
+def standalone_cluster(cluster_processes) -> StandaloneCluster:
+    cluster_processes.ready()
+    return cluster_processes
 
 
 def test_standalone_cluster_with_packed_env(standalone_cluster, executor_archive, tmp_path, con):
@@ -323,10 +354,10 @@ def test_standalone_cluster_with_packed_env(standalone_cluster, executor_archive
         "spark.sql.shuffle.partitions": "2",
     }
     runs = [{"name": "standalone", "pyspark_python": "./environment/bin/python", "table": str(table), "rows": "trips"}]
-    outcomes, output = _run_job(tmp_path, standalone_cluster, runs, conf, env={"SPARK_LOCAL_IP": "127.0.0.1"})
+    outcomes, output = _run_job(tmp_path, standalone_cluster.url, runs, conf, env={"SPARK_LOCAL_IP": "127.0.0.1"})
     assert outcomes[0]["ok"], (outcomes, output[-5000:])
     assert re.search(r"executors ready: \S*/work/app-[^/]+/\d+/environment/bin/python \(Python", output), output[-3000:]
     fares = dict(con.sql(f"SELECT rider, fare FROM hudi_snapshot('{table}')").fetchall())
     assert len(fares) == 8 and fares["rider-A"] == 99.0
-    executors = list((tmp_path / "work").glob("app-*/*/environment/bin/python"))
+    executors = list((standalone_cluster.root / "work").glob("app-*/*/environment/bin/python"))
     assert executors, "the worker did not unpack the shipped environment"
