@@ -566,28 +566,37 @@ def _read_hadoop_vlong(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     return (~value if negative else value), pos + size
 
 
-def parse_cells(payload: bytes, includes_tags: bool, includes_memstore_ts: bool) -> list[tuple[bytes, bytes]]:
-    """(row, value) of every cell in an uncompressed data block payload."""
+_CELL_HEADER = struct.Struct(">iiH")  # key length, value length, row length
+
+
+def parse_cells(
+    payload: bytes, includes_tags: bool, includes_memstore_ts: bool, rows: frozenset[bytes] | None = None
+) -> list[tuple[bytes, bytes]]:
+    """(row, value) of every cell in an uncompressed data block payload (only those whose
+    row is in ``rows`` when given; every cell is still walked and checked)."""
     cells: list[tuple[bytes, bytes]] = []
     pos = 0
     end = len(payload)
+    unpack = _CELL_HEADER.unpack_from
     while pos < end:
-        if pos + 8 > end:
+        if pos + 10 > end:
             raise CorruptFileError(f"cell header at {pos} runs past the data block")
-        key_len, value_len = struct.unpack_from(">ii", payload, pos)
+        key_len, value_len, row_len = unpack(payload, pos)
         key_start = pos + 8
         value_start = key_start + key_len
         value_end = value_start + value_len
         if key_len < 12 or value_len < 0 or value_end > end:  # 12: row len, family len, ts, type
             raise CorruptFileError(f"cell at {pos} has bad lengths (key {key_len}, value {value_len})")
-        (row_len,) = struct.unpack_from(">H", payload, key_start)
         row_end = key_start + 2 + row_len
         if row_end + 1 > value_start:
             raise CorruptFileError(f"cell at {pos}: row length {row_len} exceeds key length {key_len}")
-        family_len = payload[row_end]
-        if row_end + 1 + family_len + 9 > value_start:  # qualifier may be empty; ts + type follow
-            raise CorruptFileError(f"cell at {pos}: family length {family_len} exceeds key length {key_len}")
-        cells.append((payload[key_start + 2 : row_end], payload[value_start:value_end]))
+        if row_end + 10 + payload[row_end] > value_start:  # qualifier may be empty; ts + type follow
+            raise CorruptFileError(
+                f"cell at {pos}: family length {payload[row_end]} exceeds key length {key_len}"
+            )
+        row = payload[key_start + 2 : row_end]
+        if rows is None or row in rows:
+            cells.append((row, payload[value_start:value_end]))
         pos = value_end
         if includes_tags:
             if pos + 2 > end:
@@ -597,7 +606,10 @@ def parse_cells(payload: bytes, includes_tags: bool, includes_memstore_ts: bool)
             if pos > end:
                 raise CorruptFileError(f"cell tags at {pos} run past the data block")
         if includes_memstore_ts:
-            _, pos = _read_hadoop_vlong(payload, pos, end)
+            if pos < end and not 0x80 <= payload[pos] < 0x90:  # a one-byte vlong (always, for Hudi's zero)
+                pos += 1
+            else:
+                _, pos = _read_hadoop_vlong(payload, pos, end)
     return cells
 
 

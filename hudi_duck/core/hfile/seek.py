@@ -166,8 +166,7 @@ class SeekableHFile:
     def get(self, rows: Iterable[bytes]) -> list[tuple[bytes, bytes]]:
         """The cells whose row is one of ``rows``, in file order."""
         wanted = frozenset(bytes(r) for r in rows)
-        cells = self.cells_in([KeyRange.exact(r) for r in sorted(wanted)])
-        return [cell for cell in cells if cell[0] in wanted]
+        return self.cells_in([KeyRange.exact(r) for r in sorted(wanted)], wanted)
 
     def with_prefixes(self, prefixes: Iterable[bytes]) -> list[tuple[bytes, bytes]]:
         """The cells whose row starts with one of ``prefixes``, in file order."""
@@ -177,13 +176,14 @@ class SeekableHFile:
         cells = self.cells_in([KeyRange.prefix(p) for p in wanted])
         return [cell for cell in cells if cell[0].startswith(wanted)]
 
-    def cells_in(self, ranges: Sequence[KeyRange]) -> list[tuple[bytes, bytes]]:
-        """Every cell of the data blocks that can hold a row of ``ranges`` (callers filter)."""
+    def cells_in(self, ranges: Sequence[KeyRange], rows: frozenset[bytes] | None = None) -> list[tuple[bytes, bytes]]:
+        """The cells of the data blocks that can hold a row of ``ranges`` (those whose row is
+        in ``rows`` when given; else callers filter)."""
         with corrupt_file_errors(self.source):
             blocks = self.data_blocks(ranges)
             cells: list[tuple[bytes, bytes]] = []
             for block in self._read_blocks(blocks, DATA_MAGIC):
-                cells.extend(self._cells(block))
+                cells.extend(self._cells(block, rows))
             return cells
 
     def data_blocks(self, ranges: Sequence[KeyRange]) -> list[IndexEntry]:
@@ -251,14 +251,14 @@ class SeekableHFile:
             )
         return block
 
-    def _cells(self, block: HFileBlock) -> list[tuple[bytes, bytes]]:
+    def _cells(self, block: HFileBlock, rows: frozenset[bytes] | None) -> list[tuple[bytes, bytes]]:
         """Cells of one data block; a file that does not say whether cells carry a memstore
         timestamp is read with the first layout its blocks parse with."""
         layouts = (self._memstore_ts,) if self._memstore_ts is not None else self._layout.memstore_ts_layouts
         error: CorruptFileError | None = None
         for with_memstore_ts in layouts:
             try:
-                cells = parse_cells(block.payload, self._layout.includes_tags, with_memstore_ts)
+                cells = parse_cells(block.payload, self._layout.includes_tags, with_memstore_ts, rows)
             except CorruptFileError as exc:
                 error = error or exc
                 continue
