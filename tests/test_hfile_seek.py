@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import re
 import struct
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -382,3 +383,37 @@ def test_damaged_base_file_names_the_file_in_a_record_index_lookup(fresh_fixture
     base.write_bytes(_patched(data, trailer.load_on_open_offset + 40, b"\x00\x00\x00\x00"))
     with pytest.raises(CorruptFileError, match=re.escape(base.name)):
         lookup_record_index(MetadataTable(Storage(table)), keys[:2])
+
+
+# -- metadata-table lookups on the Apache-written fixtures ---------------------------------------
+
+def _has_index_partitions(zip_path: Path) -> bool:
+    with zipfile.ZipFile(zip_path) as archive:
+        names = archive.namelist()
+    return any(re.search(r"\.hoodie/metadata/(column_stats|record_index)/[^/]+\.hfile$", n) for n in names)
+
+
+MDT_FIXTURES = [fixture_id(z) for z in VERSIONED_ZIPS if _has_index_partitions(z)]
+
+
+@pytest.mark.parametrize("fid", MDT_FIXTURES)
+def test_metadata_key_and_prefix_lookups_equal_full_reads(fixture_tables, fid):
+    """Column-stats reads by column (key prefix) and record-index lookups (exact keys) of
+    the Apache-written metadata tables equal filtering a full read of each partition."""
+    assert len(MDT_FIXTURES) >= 3
+    mdt = MetadataTable(Storage(fixture_tables[fid]))
+    partitions = {s.partition_path for s in mdt.view.latest_slices()} & {layout.COLUMN_STATS.name, layout.RECORD_INDEX.name}
+    assert partitions, fid
+    rng = random.Random(fid)
+    for partition in sorted(partitions):
+        full, _ = mdt.records(partition)
+        assert full, (fid, partition)
+        keys = sorted(full)
+        if partition == layout.COLUMN_STATS.name:
+            prefixes = sorted({k[:12] for k in rng.sample(keys, min(len(keys), 3))}) + ["no-such-column"]
+            got, _ = mdt.records(partition, prefixes)
+            assert got == {k: r for k, r in full.items() if k.startswith(tuple(prefixes))}, (fid, prefixes)
+        else:
+            wanted = rng.sample(keys, min(len(keys), 5)) + ["no-such-key"]
+            expected = {k: record_location(full[k]) for k in wanted if k in full}
+            assert lookup_record_index(mdt, wanted) == expected, fid

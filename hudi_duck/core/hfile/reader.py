@@ -42,10 +42,13 @@ A data block payload is a run of cells::
 
 Hudi puts the record key in the row and leaves family and qualifier empty.
 
-Data blocks are found by walking every block from the first data block offset
-to the load-on-open section and keeping the ``DATABLK*`` ones. That needs no
-index (single- or multi-level alike) and the trailer's entry count is checked
-against the cells found, so a missed or extra block is detected.
+A whole-file read finds the data blocks by walking every block from the first
+data block offset to the load-on-open section and keeping the ``DATABLK*`` ones.
+That needs no index (single- or multi-level alike) and the trailer's entry count
+is checked against the cells found, so a missed or extra block is detected.
+Lookups of some keys go through the block index instead (root, intermediate and
+leaf index blocks, parsed here) and read only the blocks that can hold them:
+see :mod:`.seek`.
 """
 
 from __future__ import annotations
