@@ -21,6 +21,7 @@ from ..errors import HudiError
 from ..file_group.log_blocks import decode_delete_block
 from ..file_group.log_format import BlockType
 from ..file_group.log_scanner import scan_slice_logs
+from ..file_group.naming import BaseFile
 from ..hfile.reader import open_hfile
 from ..hfile.seek import SeekableHFile
 from ..storage.storage import Storage
@@ -210,7 +211,7 @@ class MetadataTable:
         return base
 
     def _base_cells(
-        self, base_file, prefixes: tuple[str, ...] | None, exact: frozenset[bytes] | None
+        self, base_file: BaseFile, prefixes: tuple[str, ...] | None, exact: frozenset[bytes] | None
     ) -> tuple[list[tuple[bytes, bytes]], str | None, str]:
         """(cells, writer schema, source) of a base HFile: all of it, or only the blocks that
         can hold the wanted keys (range reads)."""
