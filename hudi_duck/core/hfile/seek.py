@@ -54,7 +54,7 @@ ROOT_INDEX_MAGIC = b"IDXROOT2"
 INTERMEDIATE_INDEX_MAGIC = b"IDXINTE2"
 LEAF_INDEX_MAGIC = b"IDXLEAF2"
 LAST_KEY = b"hfile.LASTKEY"
-#: HBase's ``hfile.index.levels.max``-style bound: deeper indexes mean a damaged trailer.
+#: HBase's writer stops at 16 data index levels: a trailer giving more is damaged.
 MAX_INDEX_LEVELS = 16
 
 
