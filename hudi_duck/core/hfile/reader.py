@@ -42,10 +42,13 @@ A data block payload is a run of cells::
 
 Hudi puts the record key in the row and leaves family and qualifier empty.
 
-Data blocks are found by walking every block from the first data block offset
-to the load-on-open section and keeping the ``DATABLK*`` ones. That needs no
-index (single- or multi-level alike) and the trailer's entry count is checked
-against the cells found, so a missed or extra block is detected.
+A whole-file read finds the data blocks by walking every block from the first
+data block offset to the load-on-open section and keeping the ``DATABLK*`` ones.
+That needs no index (single- or multi-level alike) and the trailer's entry count
+is checked against the cells found, so a missed or extra block is detected.
+Lookups of some keys go through the block index instead (root, intermediate and
+leaf index blocks, parsed here) and read only the blocks that can hold them:
+see :mod:`.seek`.
 """
 
 from __future__ import annotations
@@ -54,8 +57,9 @@ import io
 import json
 import struct
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from ..errors import CorruptFileError, UnsupportedFeatureError
 from .checksum import CHECKSUM_NAMES, CHECKSUM_NULL, checksum_size, first_mismatch
@@ -164,8 +168,16 @@ def read_hfile(data: bytes, source: str = "") -> list[tuple[bytes, bytes]]:
 
 def open_hfile(data: bytes, source: str = "") -> HFile:
     """Parse trailer, file info and all cells; callers needing the schema use this."""
-    try:
+    with corrupt_file_errors(source):
         return _open_hfile(bytes(data), source)
+
+
+@contextmanager
+def corrupt_file_errors(source: str) -> Iterator[None]:
+    """Turn the low-level failures of parsing a damaged file into a :class:`CorruptFileError`
+    naming it."""
+    try:
+        yield
     except (struct.error, IndexError, ValueError, OverflowError, zlib.error, EOFError) as exc:
         raise CorruptFileError(f"{source or 'HFile'}: malformed HFile ({exc})") from exc
     except CorruptFileError as exc:
@@ -328,14 +340,19 @@ def parse_trailer(data: bytes, source: str = "") -> HFileTrailer:
 # -- blocks ----------------------------------------------------------------------------
 
 
-def read_block(data: bytes, offset: int, limit: int, codec: int, source: str = "") -> HFileBlock:
-    """The block at ``offset`` (which must end by ``limit``), payload decompressed."""
+def read_block(data: bytes, offset: int, limit: int, codec: int, source: str = "", base: int = 0) -> HFileBlock:
+    """The block at ``offset`` of ``data`` (which must end by ``limit``), payload decompressed.
+
+    ``data`` may be a window of the file starting at file offset ``base`` (a range read);
+    offsets in messages and in the returned block are file offsets.
+    """
     name = source or "HFile"
+    at = base + offset
     if offset < 0 or offset + BLOCK_HEADER_SIZE > limit:
-        raise CorruptFileError(f"{name}: HFile block header at {offset} runs past the data section")
+        raise CorruptFileError(f"{name}: HFile block header at {at} runs past the data section")
     magic = data[offset : offset + 8]
     if magic not in KNOWN_BLOCK_MAGICS:
-        raise CorruptFileError(f"{name}: unknown HFile block magic {magic!r} at offset {offset}")
+        raise CorruptFileError(f"{name}: unknown HFile block magic {magic!r} at offset {at}")
     on_disk_size, uncompressed_size, _prev, checksum_type, bytes_per_checksum, data_size_with_header = (
         struct.unpack_from(">iiqbii", data, offset + 8)
     )
@@ -348,10 +365,10 @@ def read_block(data: bytes, offset: int, limit: int, codec: int, source: str = "
         or not offset + BLOCK_HEADER_SIZE <= payload_end <= block_end
     ):
         raise CorruptFileError(
-            f"{name}: HFile block {magic!r} at {offset} has inconsistent sizes "
-            f"(on-disk {on_disk_size}, data with header {data_size_with_header}, limit {limit})"
+            f"{name}: HFile block {magic!r} at {at} has inconsistent sizes "
+            f"(on-disk {on_disk_size}, data with header {data_size_with_header}, limit {base + limit})"
         )
-    _verify_checksums(data, offset, payload_end, block_end, checksum_type, bytes_per_checksum, magic, name)
+    _verify_checksums(data, offset, payload_end, block_end, checksum_type, bytes_per_checksum, magic, name, base)
     raw = data[offset + BLOCK_HEADER_SIZE : payload_end]
     if codec == CODEC_NONE:
         payload = raw
@@ -364,10 +381,10 @@ def read_block(data: bytes, offset: int, limit: int, codec: int, source: str = "
         )
     if len(payload) != uncompressed_size:
         raise CorruptFileError(
-            f"{name}: HFile block {magic!r} at {offset} decodes to {len(payload)} bytes, "
+            f"{name}: HFile block {magic!r} at {at} decodes to {len(payload)} bytes, "
             f"header says {uncompressed_size}"
         )
-    return HFileBlock(magic=magic, offset=offset, next_offset=block_end, payload=payload)
+    return HFileBlock(magic=magic, offset=at, next_offset=base + block_end, payload=payload)
 
 
 def _verify_checksums(
@@ -379,28 +396,30 @@ def _verify_checksums(
     bytes_per_checksum: int,
     magic: bytes,
     name: str,
+    base: int = 0,
 ) -> None:
     """Check the block's stored checksums against its header plus on-disk payload."""
+    at = base + offset
     if checksum_type not in CHECKSUM_NAMES:
-        raise CorruptFileError(f"{name}: HFile block {magic!r} at {offset} has unknown checksum type {checksum_type}")
+        raise CorruptFileError(f"{name}: HFile block {magic!r} at {at} has unknown checksum type {checksum_type}")
     if checksum_type == CHECKSUM_NULL:
         return
     if bytes_per_checksum <= 0:
         raise CorruptFileError(
-            f"{name}: HFile block {magic!r} at {offset} has {bytes_per_checksum} bytes per checksum"
+            f"{name}: HFile block {magic!r} at {at} has {bytes_per_checksum} bytes per checksum"
         )
     expected = checksum_size(checksum_type, payload_end - offset, bytes_per_checksum)
     if block_end - payload_end != expected:
         raise CorruptFileError(
-            f"{name}: HFile block {magic!r} at {offset} carries {block_end - payload_end} checksum bytes, "
+            f"{name}: HFile block {magic!r} at {at} carries {block_end - payload_end} checksum bytes, "
             f"its size needs {expected}"
         )
     view = memoryview(data)
     chunk = first_mismatch(view[offset:payload_end], view[payload_end:block_end], checksum_type, bytes_per_checksum)
     if chunk is not None:
         raise CorruptFileError(
-            f"{name}: HFile block {magic!r} at {offset} fails its {CHECKSUM_NAMES[checksum_type]} checksum "
-            f"(chunk {chunk}, bytes {offset + chunk * bytes_per_checksum}..); the file is damaged"
+            f"{name}: HFile block {magic!r} at {at} fails its {CHECKSUM_NAMES[checksum_type]} checksum "
+            f"(chunk {chunk}, bytes {at + chunk * bytes_per_checksum}..); the file is damaged"
         )
 
 
@@ -417,25 +436,35 @@ def _gunzip(raw: bytes) -> bytes:
     return b"".join(out)
 
 
-def read_file_info(data: bytes, trailer: HFileTrailer, source: str = "") -> dict[bytes, bytes]:
-    """The file info map (FILEINF2 block: "PBUF" + delimited InfoProto of BytesBytesPair)."""
+def read_file_info(data: bytes, trailer: HFileTrailer, source: str = "", base: int = 0) -> dict[bytes, bytes]:
+    """The file info map (FILEINF2 block: "PBUF" + delimited InfoProto of BytesBytesPair).
+
+    ``data`` is the file from offset ``base`` to its end (the whole file, or a tail
+    holding the load-on-open section and the trailer).
+    """
     name = source or "HFile"
     limit = len(data) - TRAILER_SIZE
-    offset = trailer.file_info_offset
+    offset = trailer.file_info_offset - base
     block: HFileBlock | None = None
-    if 0 < offset < limit and data[offset : offset + 8] == FILE_INFO_MAGIC:
-        block = read_block(data, offset, limit, trailer.compression_codec, source)
+    if 0 <= offset < limit and data[offset : offset + 8] == FILE_INFO_MAGIC:
+        block = read_block(data, offset, limit, trailer.compression_codec, source, base)
     else:  # walk the load-on-open section: root index, meta index, file info, ...
-        offset = trailer.load_on_open_offset
+        offset = trailer.load_on_open_offset - base
+        if offset < 0:
+            raise CorruptFileError(f"{name}: load-on-open offset {trailer.load_on_open_offset} is outside the file")
         while offset < limit:
-            candidate = read_block(data, offset, limit, trailer.compression_codec, source)
+            candidate = read_block(data, offset, limit, trailer.compression_codec, source, base)
             if candidate.magic == FILE_INFO_MAGIC:
                 block = candidate
                 break
-            offset = candidate.next_offset
+            offset = candidate.next_offset - base
     if block is None:
         raise CorruptFileError(f"{name}: HFile has no file info block")
-    payload = block.payload
+    return parse_file_info(block.payload, name)
+
+
+def parse_file_info(payload: bytes, name: str) -> dict[bytes, bytes]:
+    """Entries of a FILEINF2 block payload."""
     if payload[: len(PB_MAGIC)] != PB_MAGIC:
         raise CorruptFileError(f"{name}: HFile file info lacks the PBUF magic")
     try:
@@ -455,46 +484,122 @@ def read_file_info(data: bytes, trailer: HFileTrailer, source: str = "") -> dict
     return info
 
 
+# -- block index -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One entry of a block index level: where the child block sits and the row of its key.
+
+    The key of a data block's entry is at most its first key and above the previous
+    block's last key (HBase writes a short "first on row" midpoint); an entry of an
+    upper level carries the first key of the index block it points to. Like Hudi's
+    reader, only the row (the record key) is compared.
+    """
+
+    row: bytes
+    offset: int
+    size: int  # on-disk size with header and checksums
+
+
+def key_row(key: bytes, name: str = "HFile") -> bytes:
+    """The row of a cell key (int16 row length + row + ...), as Hudi's ``Key`` reads it."""
+    if len(key) < 2:
+        raise CorruptFileError(f"{name}: HFile index key of {len(key)} bytes has no row length")
+    (row_len,) = struct.unpack_from(">H", key, 0)
+    if 2 + row_len > len(key):
+        raise CorruptFileError(f"{name}: HFile index key row length {row_len} exceeds its key length {len(key)}")
+    return bytes(key[2 : 2 + row_len])
+
+
+def parse_root_index(payload: bytes, count: int, name: str = "HFile") -> list[IndexEntry]:
+    """The ``count`` entries of a root index block: int64 offset, int32 size, vint key length,
+    key. A multi-level root is followed by mid-key metadata, which lookups do not need."""
+    entries: list[IndexEntry] = []
+    pos = 0
+    end = len(payload)
+    for number in range(count):
+        if pos + 13 > end:
+            raise CorruptFileError(f"{name}: HFile root index entry {number} of {count} runs past its block")
+        offset, size = struct.unpack_from(">qi", payload, pos)
+        key_len, pos = _read_hadoop_vlong(payload, pos + 12, end)
+        if key_len < 0 or pos + key_len > end:
+            raise CorruptFileError(f"{name}: HFile root index entry {number} has a bad key length {key_len}")
+        entries.append(IndexEntry(key_row(payload[pos : pos + key_len], name), offset, size))
+        pos += key_len
+    return entries
+
+
+def parse_non_root_index(payload: bytes, name: str = "HFile") -> list[IndexEntry]:
+    """Entries of a leaf or intermediate index block: int32 count, count + 1 int32 offsets of
+    the entries (after the offsets), then entries of int64 offset, int32 size and key."""
+    end = len(payload)
+    if end < 4:
+        raise CorruptFileError(f"{name}: HFile index block of {end} bytes has no entry count")
+    (count,) = struct.unpack_from(">i", payload, 0)
+    entries_start = 4 + 4 * (count + 1)
+    if count < 0 or entries_start > end:
+        raise CorruptFileError(f"{name}: HFile index block entry count {count} does not fit its {end} bytes")
+    relative = struct.unpack_from(f">{count + 1}i", payload, 4)
+    entries: list[IndexEntry] = []
+    for number in range(count):
+        start, stop = entries_start + relative[number], entries_start + relative[number + 1]
+        if not entries_start <= start <= stop - 12 or stop > end:
+            raise CorruptFileError(f"{name}: HFile index block entry {number} of {count} has bad bounds")
+        offset, size = struct.unpack_from(">qi", payload, start)
+        entries.append(IndexEntry(key_row(payload[start + 12 : stop], name), offset, size))
+    return entries
+
+
 # -- cells -----------------------------------------------------------------------------
 
 
 def _read_hadoop_vlong(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     """Hadoop WritableUtils vlong (used for the memstore timestamp); returns (value, next)."""
     if pos >= end:
-        raise CorruptFileError("memstore timestamp runs past the data block")
+        raise CorruptFileError("Hadoop vlong (memstore timestamp or key length) runs past its block")
     first = buf[pos] - 256 if buf[pos] > 127 else buf[pos]
     if first >= -112:
         return first, pos + 1
     negative = first < -120
     size = (-119 - first) if negative else (-111 - first)  # bytes including the first
     if pos + size > end:
-        raise CorruptFileError("memstore timestamp runs past the data block")
+        raise CorruptFileError("Hadoop vlong (memstore timestamp or key length) runs past its block")
     value = int.from_bytes(buf[pos + 1 : pos + size], "big")
     return (~value if negative else value), pos + size
 
 
-def parse_cells(payload: bytes, includes_tags: bool, includes_memstore_ts: bool) -> list[tuple[bytes, bytes]]:
-    """(row, value) of every cell in an uncompressed data block payload."""
+_CELL_HEADER = struct.Struct(">iiH")  # key length, value length, row length
+
+
+def parse_cells(
+    payload: bytes, includes_tags: bool, includes_memstore_ts: bool, rows: frozenset[bytes] | None = None
+) -> list[tuple[bytes, bytes]]:
+    """(row, value) of every cell in an uncompressed data block payload (only those whose
+    row is in ``rows`` when given; every cell is still walked and checked)."""
     cells: list[tuple[bytes, bytes]] = []
     pos = 0
     end = len(payload)
+    unpack = _CELL_HEADER.unpack_from
     while pos < end:
-        if pos + 8 > end:
+        if pos + 10 > end:
             raise CorruptFileError(f"cell header at {pos} runs past the data block")
-        key_len, value_len = struct.unpack_from(">ii", payload, pos)
+        key_len, value_len, row_len = unpack(payload, pos)
         key_start = pos + 8
         value_start = key_start + key_len
         value_end = value_start + value_len
         if key_len < 12 or value_len < 0 or value_end > end:  # 12: row len, family len, ts, type
             raise CorruptFileError(f"cell at {pos} has bad lengths (key {key_len}, value {value_len})")
-        (row_len,) = struct.unpack_from(">H", payload, key_start)
         row_end = key_start + 2 + row_len
         if row_end + 1 > value_start:
             raise CorruptFileError(f"cell at {pos}: row length {row_len} exceeds key length {key_len}")
-        family_len = payload[row_end]
-        if row_end + 1 + family_len + 9 > value_start:  # qualifier may be empty; ts + type follow
-            raise CorruptFileError(f"cell at {pos}: family length {family_len} exceeds key length {key_len}")
-        cells.append((payload[key_start + 2 : row_end], payload[value_start:value_end]))
+        if row_end + 10 + payload[row_end] > value_start:  # qualifier may be empty; ts + type follow
+            raise CorruptFileError(
+                f"cell at {pos}: family length {payload[row_end]} exceeds key length {key_len}"
+            )
+        row = payload[key_start + 2 : row_end]
+        if rows is None or row in rows:
+            cells.append((row, payload[value_start:value_end]))
         pos = value_end
         if includes_tags:
             if pos + 2 > end:
@@ -504,33 +609,53 @@ def parse_cells(payload: bytes, includes_tags: bool, includes_memstore_ts: bool)
             if pos > end:
                 raise CorruptFileError(f"cell tags at {pos} run past the data block")
         if includes_memstore_ts:
-            _, pos = _read_hadoop_vlong(payload, pos, end)
+            if pos < end and not 0x80 <= payload[pos] < 0x90:  # a one-byte vlong (always, for Hudi's zero)
+                pos += 1
+            else:
+                _, pos = _read_hadoop_vlong(payload, pos, end)
     return cells
 
 
-def _open_hfile(data: bytes, source: str) -> HFile:
-    name = source or "HFile"
-    trailer = parse_trailer(data, source)
-    limit = len(data) - TRAILER_SIZE
-    if not 0 <= trailer.load_on_open_offset <= limit:
-        raise CorruptFileError(f"{name}: load-on-open offset {trailer.load_on_open_offset} is outside the file")
-    file_info = read_file_info(data, trailer, source)
-    hfile = HFile(source=source, trailer=trailer, file_info=file_info)
-    if trailer.entry_count == 0:
-        return hfile
+@dataclass(frozen=True)
+class CellLayout:
+    """What follows each cell's value, from the file info: tags, and which memstore
+    timestamp layouts to try (in order) when the file does not say."""
+
+    includes_tags: bool
+    memstore_ts_layouts: tuple[bool, ...]
+
+
+def cell_layout(file_info: dict[bytes, bytes], name: str) -> CellLayout:
+    """The cell layout of a file; encoded data blocks are refused."""
     encoding = file_info.get(DATA_BLOCK_ENCODING, b"NONE")
     if encoding not in (b"NONE", b""):
         raise UnsupportedFeatureError(f"{name}: HFile data block encoding {encoding.decode(errors='replace')}")
-
-    includes_tags = MAX_TAGS_LEN in file_info
     kv_version = file_info.get(KEY_VALUE_VERSION)
     # HBase writes a memstore timestamp after each cell iff KEY_VALUE_VERSION == 1;
     # Hudi's own reader always expects one (zero) byte there. Without the key, try
     # Hudi's layout first, then none.
     if kv_version is not None:
-        layouts = [len(kv_version) == 4 and struct.unpack(">i", kv_version)[0] == 1]
+        layouts: tuple[bool, ...] = (len(kv_version) == 4 and struct.unpack(">i", kv_version)[0] == 1,)
     else:
-        layouts = [True, False]
+        layouts = (True, False)
+    return CellLayout(MAX_TAGS_LEN in file_info, layouts)
+
+
+def check_load_on_open(trailer: HFileTrailer, file_size: int, name: str) -> None:
+    """The load-on-open section must sit between the data and the trailer."""
+    if not 0 <= trailer.load_on_open_offset <= file_size - TRAILER_SIZE:
+        raise CorruptFileError(f"{name}: load-on-open offset {trailer.load_on_open_offset} is outside the file")
+
+
+def _open_hfile(data: bytes, source: str) -> HFile:
+    name = source or "HFile"
+    trailer = parse_trailer(data, source)
+    check_load_on_open(trailer, len(data), name)
+    file_info = read_file_info(data, trailer, source)
+    hfile = HFile(source=source, trailer=trailer, file_info=file_info)
+    if trailer.entry_count == 0:
+        return hfile
+    layout = cell_layout(file_info, name)
 
     first = trailer.first_data_block_offset
     if first == _UINT64_MAX or first >= trailer.load_on_open_offset:
@@ -546,9 +671,11 @@ def _open_hfile(data: bytes, source: str) -> HFile:
         offset = block.next_offset
 
     error: CorruptFileError | None = None
-    for with_memstore_ts in layouts:
+    for with_memstore_ts in layout.memstore_ts_layouts:
         try:
-            cells = [cell for payload in payloads for cell in parse_cells(payload, includes_tags, with_memstore_ts)]
+            cells = [
+                cell for payload in payloads for cell in parse_cells(payload, layout.includes_tags, with_memstore_ts)
+            ]
         except CorruptFileError as exc:
             error = error or exc
             continue

@@ -21,7 +21,9 @@ from ..errors import HudiError
 from ..file_group.log_blocks import decode_delete_block
 from ..file_group.log_format import BlockType
 from ..file_group.log_scanner import scan_slice_logs
+from ..file_group.naming import BaseFile
 from ..hfile.reader import open_hfile
+from ..hfile.seek import SeekableHFile
 from ..storage.storage import Storage
 from ..table.fs_view import FileSystemView
 from ..timeline.active import Timeline
@@ -107,18 +109,16 @@ def _wanted(key: str, key_prefixes: tuple[str, ...] | None) -> bool:
     return key_prefixes is None or key.startswith(key_prefixes)
 
 
-def _cells(
-    cells: Iterable[tuple[bytes, bytes]], key_prefixes: tuple[str, ...] | None, exact: frozenset[bytes] | None = None
+def _wanted_cells(
+    hfile: SeekableHFile, key_prefixes: tuple[str, ...] | None, exact: frozenset[bytes] | None
 ) -> list[tuple[bytes, bytes]]:
-    """The HFile cells whose row key starts with one of ``key_prefixes`` (all when None), or is
-    one of ``exact``: decoding only those is Hudi's prefix lookup of column stats and its
-    point lookup of record keys."""
+    """The cells of ``hfile`` that are one of ``exact``, or start with one of ``key_prefixes``:
+    Hudi's point lookup of record keys and its prefix lookup of column stats, reading only
+    the blocks the block index says can hold them."""
     if exact is not None:
-        return [(key, value) for key, value in cells if bytes(key) in exact]
-    if key_prefixes is None:
-        return list(cells)
-    prefixes = tuple(p.encode("utf-8") for p in key_prefixes)
-    return [(key, value) for key, value in cells if bytes(key).startswith(prefixes)]
+        return hfile.get(exact)
+    assert key_prefixes is not None
+    return hfile.with_prefixes(p.encode("utf-8") for p in key_prefixes)
 
 
 class MetadataTable:
@@ -177,11 +177,10 @@ class MetadataTable:
         base: dict[str, MetadataRecord] = {}
         storage = self.mdt_storage
         if file_slice.base_file is not None:
-            source = storage.uri(file_slice.base_file.path)
-            hfile = open_hfile(storage.read(file_slice.base_file.path), source)
-            if not hfile.schema_json:
+            cells, schema_json, source = self._base_cells(file_slice.base_file, prefixes, exact)
+            if not schema_json:
                 raise MetadataTableError(f"{source}: metadata base file has no writer schema")
-            base = {r.key: r for r in decode_values(_cells(hfile.cells, prefixes, exact), hfile.schema_json, source)}
+            base = {r.key: r for r in decode_values(cells, schema_json, source)}
         logs: dict[str, MetadataRecord | None] = {}
         for block in scan_slice_logs(storage, file_slice.log_files, self._admit).blocks:
             source = f"{block.file_path}@{block.offset}"
@@ -193,8 +192,11 @@ class MetadataTable:
                 continue
             if block.block_type is not BlockType.HFILE_DATA_BLOCK or not block.schema:
                 raise MetadataTableError(f"{source}: metadata log block is {block.block_type.name}, expected an HFile data block")
-            hfile = open_hfile(block.content, source)
-            for record in decode_values(_cells(hfile.cells, prefixes, exact), block.schema, source):
+            if prefixes is None and exact is None:
+                cells = open_hfile(block.content, source).cells
+            else:
+                cells = _wanted_cells(SeekableHFile.of_bytes(block.content, source), prefixes, exact)
+            for record in decode_values(cells, block.schema, source):
                 if logs.get(record.key) is None:
                     logs[record.key] = record
                 else:
@@ -207,6 +209,21 @@ class MetadataTable:
             else:
                 base[key] = record
         return base
+
+    def _base_cells(
+        self, base_file: BaseFile, prefixes: tuple[str, ...] | None, exact: frozenset[bytes] | None
+    ) -> tuple[list[tuple[bytes, bytes]], str | None, str]:
+        """(cells, writer schema, source) of a base HFile: all of it, or only the blocks that
+        can hold the wanted keys (range reads)."""
+        storage = self.mdt_storage
+        path = base_file.path
+        source = storage.uri(path)
+        if prefixes is None and exact is None:
+            hfile = open_hfile(storage.read(path), source)
+            return hfile.cells, hfile.schema_json, source
+        size = base_file.size if base_file.size > 0 else storage.size(path)
+        seekable = SeekableHFile(lambda start, end: storage.read_range(path, start, end), size, source)
+        return _wanted_cells(seekable, prefixes, exact), seekable.schema_json, source
 
     def files_listing(self) -> FilesListing:
         """The live files of every data partition, from the ``files`` partition."""

@@ -158,7 +158,10 @@ class Storage:
 
     def read_range(self, rel: str, start: int, end: int) -> bytes:
         """Bytes ``[start, end)`` of ``rel`` (a ranged GET on object stores)."""
-        return self.fs.cat_file(self.abs(rel), start=start, end=end)
+        try:
+            return self.fs.cat_file(self.abs(rel), start=start, end=end)
+        except FileNotFoundError as exc:
+            raise TableNotFoundError(f"file not found: {self.uri(rel)}") from exc
 
     def open(self, rel: str, mode: str = "rb", **kwargs: Any):
         return self.fs.open(self.abs(rel), mode, **kwargs)
