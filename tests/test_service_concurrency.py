@@ -222,6 +222,32 @@ def test_a_killed_compaction_is_refused_while_its_heartbeat_lives_then_repaired(
     assert _read_both(path) == sorted(model.values())
 
 
+def test_a_stalled_run_taken_over_gives_up_without_undoing_the_other(tmp_path):
+    """A run that stalls past its heartbeat's expiry (stopped with SIGSTOP) is taken for dead:
+    the next run rolls its attempt back and commits. Woken up, the stalled run finds its
+    attempt gone and fails without undoing anything of the run that took over."""
+    path, model = _table(tmp_path, "MERGE_ON_READ")
+    instant = _schedule(path, "compaction")
+    stalled = _service(tmp_path, "stalled", path, "compaction", instant, FAST_HEARTBEAT)
+    stalled.wait_started()
+    os.kill(stalled.proc.pid, signal.SIGSTOP)
+    try:
+        beat = Path(path) / ".hoodie" / ".heartbeat" / instant
+        last = time.time() - 2.5
+        os.utime(beat, (last, last))
+        taken = _service(tmp_path, "taken", path, "compaction", instant, FAST_HEARTBEAT, hold=False).outcome()
+        assert taken["ok"], taken
+    finally:
+        os.kill(stalled.proc.pid, signal.SIGCONT)
+    stalled.go()
+    gave_up = stalled.outcome()
+    assert not gave_up["ok"] and gave_up["error_type"] == "ConcurrentWriteError", gave_up
+    assert "taken over by another run" in gave_up["error"] and instant in gave_up["error"]
+    assert _completed(path, instant) and len(_rollbacks(path)) == 1
+    assert HudiTable(path).timeline.pending() == []
+    assert _read_both(path) == sorted(model.values())
+
+
 # -- a service beside a live write ---------------------------------------------------------------
 
 

@@ -79,6 +79,8 @@ class WriteConcurrency:
         then the conflict check against what completed since the write started."""
         with self.locked(f"committing {txn.action} {txn.requested_time}"):
             current = txn.timeline.reload()
+            if self.resumed:
+                self._check_still_ours(txn, current, metadata)
             if current.state_file(txn.requested_time, State.INFLIGHT) is None:
                 raise ConcurrentWriteError(
                     f"{self.storage.uri()}: {txn.action} {txn.requested_time} was rolled back by another writer "
@@ -117,6 +119,28 @@ class WriteConcurrency:
             except BaseException:
                 self.finished()
                 raise
+
+    def _check_still_ours(self, txn: "Transaction", current: "Timeline", metadata: Any) -> None:
+        """A resumed instant whose inflight file or data files are gone was taken over by
+        another run (this one stalled past its heartbeat's expiry): it gives up, undoing nothing."""
+        gone = (
+            current.state_file(txn.requested_time, State.INFLIGHT) is None
+            or current.state_file(txn.requested_time, State.COMPLETED) is not None
+        )
+        missing = []
+        if not gone and isinstance(metadata, CommitMetadata):
+            missing = [stat.path for stat in metadata.write_stats() if stat.path and not self.storage.exists(stat.path)]
+        if not gone and not missing:
+            return
+        txn.give_up()
+        what = "its inflight state is gone" if gone else f"its file {self.storage.uri(missing[0])} is gone"
+        raise ConcurrentWriteError(
+            f"{self.storage.uri()}: {txn.action} {txn.requested_time} was taken over by another run while this one "
+            f"was in flight ({what}): its heartbeat was silent for longer than "
+            f"{self.settings.heartbeat_expiry_seconds:.0f}s (hoodie.client.heartbeat.interval_in_ms x "
+            "hoodie.client.heartbeat.tolerable.misses). This run is not committed and undoes nothing; the other run "
+            "finishes the plan"
+        )
 
     def lost_race(self) -> None:
         """Another run of the same instant got ahead (single writer, started at the same

@@ -239,7 +239,7 @@ class Transaction:
         except TimelineError:
             if self.timeline.reload().state_file(self.requested_time, State.INFLIGHT) is None:
                 raise
-            self._lost_race()
+            self.give_up()
             raise ConcurrentWriteError(
                 f"{self.timeline.storage.uri()}: {self.action} {self.requested_time} was started by another process "
                 "at the same moment (its inflight file appeared first); that run goes on, this one stops and rolls "
@@ -352,8 +352,10 @@ class Transaction:
         log.warning(message)
         self.warnings.append(message)
 
-    def _lost_race(self) -> None:
-        """Another run owns the instant now: leave its files, and its heartbeat, alone."""
+    def give_up(self) -> None:
+        """Another run of this resumed instant owns it now: nothing is undone (an abort would
+        roll back the other run's work) and its heartbeat is left alone. What this run wrote
+        is marked; the other run's commit deletes marked files its metadata does not name."""
         self.phase = Phase.ABORTED
         if self.concurrency is not None:
             self.concurrency.lost_race()
