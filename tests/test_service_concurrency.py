@@ -302,3 +302,54 @@ def test_occ_clustering_and_an_upsert_of_the_same_file_group_conflict(tmp_path, 
     assert timeline.pending() == []
     assert sorted(r[0] for r in _read_both(path)) == sorted(model)
     assert not (Path(path) / ".hoodie" / "lock").exists()
+
+
+# -- the Spark service jobs and cleans -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_spark_compaction_job_refuses_a_live_run_of_the_same_plan(small_spark, tmp_path, mode):
+    """``spark_writer.services.compact`` takes the write options' concurrency: a run of the
+    same plan in flight in another process is refused, not rolled back."""
+    from hudi_duck.core.errors import ConcurrentWriteError
+    from spark_writer import services
+
+    path, model = _table(tmp_path, "MERGE_ON_READ")
+    instant = _schedule(path, "compaction")
+    other = _service(tmp_path, "other", path, "compaction", instant, MODES[mode])
+    other.wait_started()
+    options = {**crash_job.SPARK_OPTIONS, **MODES[mode]}
+    with pytest.raises(ConcurrentWriteError, match=f"compaction {instant} is being run by another process"):
+        services.compact(small_spark, path, options, instant_time=instant)
+    assert (Path(path) / ".hoodie" / f"{instant}.compaction.inflight").exists() and _rollbacks(path) == []
+    other.go()
+    assert other.outcome()["ok"]
+    assert _completed(path, instant) and _read_both(path) == sorted(model.values())
+
+
+def test_a_pending_clean_run_elsewhere_is_left_alone(tmp_path):
+    """A pending clean whose heartbeat is alive belongs to another run: a clean job stops
+    before deleting anything; once that heartbeat is gone, the clean runs."""
+    from hudi_duck.core.concurrency.settings import ConcurrencySettings
+    from hudi_duck.core.errors import ConcurrentWriteError
+    from hudi_duck.core.services import clean
+
+    path, model = _table(tmp_path, "COPY_ON_WRITE")
+    crash_job.write(path, "upsert", [{"id": "k0", "part": "p0", "ts": 3, "val": "third"}])
+    model["k0"] = ("k0", "p0", 3, "third")
+    table = HudiTable(path)
+    pending = clean.schedule_clean(table, crash_job.CLEANING, table.timeline.next_instant_time())
+    assert pending is not None
+    settings = ConcurrencySettings.from_options(FAST_HEARTBEAT)
+    other = heartbeat.Heartbeat(table.storage, pending.requested_time, 0.2).start()
+    try:
+        files = sorted(p.name for p in (Path(path) / "p0").iterdir())
+        with pytest.raises(ConcurrentWriteError, match=f"clean {pending.requested_time} is being run by another process"):
+            clean.run_clean(HudiTable(path), crash_job.CLEANING, settings)
+        assert sorted(p.name for p in (Path(path) / "p0").iterdir()) == files  # nothing deleted
+    finally:
+        other.stop()
+    assert clean.run_clean(HudiTable(path), crash_job.CLEANING, settings) is None  # the pending one ran
+    assert _completed(path, pending.requested_time)
+    assert not (Path(path) / ".hoodie" / ".heartbeat" / pending.requested_time).exists()
+    assert _read_both(path) == sorted(model.values())
