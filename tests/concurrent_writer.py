@@ -48,6 +48,7 @@ def write(spec: dict) -> dict:
     from hudi_duck.core.concurrency.control import WriteConcurrency
     from hudi_duck.core.concurrency.settings import ConcurrencySettings
     from hudi_duck.core.merge.rules import MergeMode
+    from hudi_duck.core.services.compaction import compaction_file_groups
     from hudi_duck.core.table.table import HudiTable
     from hudi_duck.core.timeline.commit_metadata import CommitMetadata
     from hudi_duck.core.timeline.instant import Action
@@ -78,9 +79,10 @@ def write(spec: dict) -> dict:
         if spec["target"] == "new":
             stats = create_files(ctx, first.partition_path, rows, task)
         elif table.config.is_mor:
-            stats = append_log(
-                ctx, first.partition_path, first.file_id, first.base_instant_time, first.base_file.file_name, rows, task
-            )
+            # as the Spark writer does: a pending compaction opened a new slice, the log belongs to it
+            compacting = compaction_file_groups(table, log_compaction=False)
+            base_instant = compacting.get((first.partition_path, first.file_id), first.base_instant_time)
+            stats = append_log(ctx, first.partition_path, first.file_id, base_instant, first.base_file.file_name, rows, task)
         else:
             stats = merge_file(
                 ctx, first.partition_path, first.file_id, first.base_file.path, first.base_instant_time, rows, task

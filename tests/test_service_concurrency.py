@@ -271,6 +271,10 @@ def test_a_compaction_beside_a_live_upsert_both_commit(tmp_path, mode):
     assert _completed(path, instant) and _completed(path, upsert) and _rollbacks(path) == []
     rows = _read_both(path)
     assert sorted(r[0] for r in rows) == sorted(model)  # no key lost, none twice
+    # the upsert's log is in the slice the compaction opened, the latest one of its file group
+    (log_file,) = [log for s in HudiTable(path).file_system_view.latest_slices() for log in s.log_files]
+    assert log_file.instant_time == instant
+    assert f"_{instant}.log." in log_file.file_name
 
 
 @pytest.mark.parametrize("order", ["clustering_first", "upsert_first"])
