@@ -189,7 +189,9 @@ def inline_services(
 ) -> inline.InlineServices:
     """Run the services the write options ask for after the commit ``committed``."""
     engine = SparkServiceEngine(spark, path, cfg, storage_options)
-    return inline.run_inline_services(lambda: HudiTable(path, storage_options), cfg.service_settings, engine, committed)
+    return inline.run_inline_services(
+        lambda: HudiTable(path, storage_options), cfg.service_settings, engine, committed, cfg.concurrency_settings
+    )
 
 
 def run_inline_services(spark, path: str, cfg: WriteConfig, storage_options: dict | None = None) -> list[str]:

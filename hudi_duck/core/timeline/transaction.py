@@ -6,7 +6,8 @@ clean, rollback, restore and savepoints all go through :class:`Transaction`:
 
 * :meth:`Transaction.start` writes ``<t>.<action>.requested`` (a savepoint has no
   requested state: it starts inflight); :meth:`Transaction.resume` picks up a plan
-  scheduled earlier (a compaction, clustering, clean or rollback);
+  scheduled earlier (a compaction, clustering, clean, rollback or restore) once it has
+  claimed it: another process's live run of it (its heartbeat) is refused, never rolled back;
 * :meth:`Transaction.begin` moves it to inflight;
 * :meth:`Transaction.commit` deletes data files the markers name but the metadata
   does not (what retried tasks left), lets every *commit participant* act on the
