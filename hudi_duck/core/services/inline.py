@@ -121,7 +121,7 @@ def _clustering(table: HudiTable, settings: ServiceSettings, engine: ServiceEngi
 def _clean(
     table: HudiTable, settings: ServiceSettings, outcome: InlineServices, concurrency: ConcurrencySettings | None
 ) -> None:
-    done = clean.run_clean(table, settings.clean, concurrency)
+    done = clean.run_clean(table, settings.clean, concurrency) if concurrency else clean.run_clean(table, settings.clean)
     if done:
         outcome.ran.append(f"clean {done}")
 
