@@ -16,6 +16,7 @@ from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
 
+from hudi_duck.core.concurrency.control import WriteConcurrency
 from hudi_duck.core.services import archival, clean, clustering, compaction, inline
 from hudi_duck.core.services import rollback as rollbacks
 from hudi_duck.core.services import savepoint as savepoints
@@ -49,6 +50,10 @@ class SparkServiceEngine:
     def _table(self) -> HudiTable:
         return HudiTable(self.path, self.storage_options)
 
+    def _concurrency(self, table: HudiTable) -> WriteConcurrency:
+        """The service instant's heartbeat, lock and conflict check, with the writes' options."""
+        return WriteConcurrency(table.storage, self.cfg.concurrency_settings)
+
     def compact(self, instant_time: str) -> None:
         table = self._table()
         ops = compaction.read_plan(table, instant_time).operations or []
@@ -61,7 +66,7 @@ class SparkServiceEngine:
             frame = self.spark.createDataFrame(rows, "op string").repartition(max(1, len(rows)))
             return collect_stats(frame.mapInArrow(_compaction_fn(self.path, self.storage_options, ctx, instant_time), STATS_SCHEMA))
 
-        compaction.run_compaction(table, instant_time, self.cfg.file_settings, run)
+        compaction.run_compaction(table, instant_time, self.cfg.file_settings, run, concurrency=self._concurrency(table))
         log.info("compaction %s: committed %d file groups in %.1fs", instant_time, len(ops), time.perf_counter() - started)
 
     def cluster(self, instant_time: str) -> None:
@@ -77,7 +82,10 @@ class SparkServiceEngine:
             fn = _clustering_fn(self.path, self.storage_options, ctx, instant_time, sort_columns)
             return collect_stats(frame.mapInArrow(fn, STATS_SCHEMA))
 
-        clustering.run_clustering(table, instant_time, self.cfg.service_settings.clustering, self.cfg.file_settings, run)
+        clustering.run_clustering(
+            table, instant_time, self.cfg.service_settings.clustering, self.cfg.file_settings, run,
+            concurrency=self._concurrency(table),
+        )
         log.info("clustering %s: committed in %.1fs", instant_time, time.perf_counter() - started)
 
 
@@ -147,7 +155,8 @@ def cluster(spark, path: str, options: Mapping[str, Any] | None = None, storage_
 def clean_table(spark, path: str, options: Mapping[str, Any] | None = None, storage_options: dict | None = None) -> str | None:
     """Plan and run a clean (finishing any pending one first); returns its time."""
     table = HudiTable(path, storage_options)
-    return clean.run_clean(table, _config(table, options).service_settings.clean)
+    cfg = _config(table, options)
+    return clean.run_clean(table, cfg.service_settings.clean, cfg.concurrency_settings)
 
 
 def archive(path: str, options: Mapping[str, Any] | None = None, storage_options: dict | None = None) -> list[str]:
@@ -180,7 +189,9 @@ def inline_services(
 ) -> inline.InlineServices:
     """Run the services the write options ask for after the commit ``committed``."""
     engine = SparkServiceEngine(spark, path, cfg, storage_options)
-    return inline.run_inline_services(lambda: HudiTable(path, storage_options), cfg.service_settings, engine, committed)
+    return inline.run_inline_services(
+        lambda: HudiTable(path, storage_options), cfg.service_settings, engine, committed, cfg.concurrency_settings
+    )
 
 
 def run_inline_services(spark, path: str, cfg: WriteConfig, storage_options: dict | None = None) -> list[str]:

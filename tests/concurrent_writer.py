@@ -13,6 +13,9 @@ the Spark layer only distributes the data-file writing. ``spec.json``:
 * ``started`` / ``go``: files to create once the data files are written, and to wait for
   before committing (so tests interleave writers deterministically);
 * ``result``: where the outcome goes (``ok``, ``instant``, ``error_type``, ``error``).
+
+With ``service`` (``compaction`` or ``clustering``) and ``instant``, the job runs that
+scheduled table service instead (:func:`run_service`), held the same way.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ def write(spec: dict) -> dict:
     from hudi_duck.core.concurrency.control import WriteConcurrency
     from hudi_duck.core.concurrency.settings import ConcurrencySettings
     from hudi_duck.core.merge.rules import MergeMode
+    from hudi_duck.core.services.compaction import compaction_file_groups
     from hudi_duck.core.table.table import HudiTable
     from hudi_duck.core.timeline.commit_metadata import CommitMetadata
     from hudi_duck.core.timeline.instant import Action
@@ -75,9 +79,10 @@ def write(spec: dict) -> dict:
         if spec["target"] == "new":
             stats = create_files(ctx, first.partition_path, rows, task)
         elif table.config.is_mor:
-            stats = append_log(
-                ctx, first.partition_path, first.file_id, first.base_instant_time, first.base_file.file_name, rows, task
-            )
+            # as the Spark writer does: a pending compaction opened a new slice, the log belongs to it
+            compacting = compaction_file_groups(table, log_compaction=False)
+            base_instant = compacting.get((first.partition_path, first.file_id), first.base_instant_time)
+            stats = append_log(ctx, first.partition_path, first.file_id, base_instant, first.base_file.file_name, rows, task)
         else:
             stats = merge_file(
                 ctx, first.partition_path, first.file_id, first.base_file.path, first.base_instant_time, rows, task
@@ -98,10 +103,62 @@ def write(spec: dict) -> dict:
     return outcome
 
 
+def _hold(spec: dict, instant_time: str) -> None:
+    """Say the instant's data files are written (``started``), then wait for ``go``."""
+    if spec.get("started"):
+        ready = Path(spec["started"] + ".tmp")
+        ready.write_text(instant_time)
+        ready.rename(spec["started"])
+    if spec.get("go"):
+        deadline = time.monotonic() + spec.get("wait_seconds", 120)
+        while not Path(spec["go"]).exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no {spec['go']}")
+            time.sleep(0.05)
+
+
+def run_service(spec: dict) -> dict:
+    """Run the scheduled compaction or clustering ``spec["instant"]`` as a table service job
+    does (its own heartbeat, lock and conflict check from ``options``), holding it in flight
+    once its data files are written. ``start`` (optional): a file to wait for before
+    claiming the instant, so that two jobs start at the same moment."""
+    from hudi_duck.core.concurrency.control import WriteConcurrency
+    from hudi_duck.core.concurrency.settings import ConcurrencySettings
+    from hudi_duck.core.config.write_settings import FileSettings
+    from hudi_duck.core.services import clustering, compaction
+    from hudi_duck.core.table.table import HudiTable
+    from hudi_duck.core.write.handles import TaskInfo
+
+    settings = ConcurrencySettings.from_options(spec.get("options", {}))
+    instant = spec["instant"]
+    if spec.get("start"):
+        while not Path(spec["start"]).exists():
+            time.sleep(0.005)
+    table = HudiTable(spec["table"])
+    concurrency = WriteConcurrency(table.storage, settings)
+    if spec["service"] == "compaction":
+
+        def compact(operations, ctx):
+            stats = [compaction.compact_operation(table, ctx, op, TaskInfo(), instant) for op in operations]
+            _hold(spec, instant)
+            return stats
+
+        compaction.run_compaction(table, instant, FileSettings(), compact, concurrency=concurrency)
+    else:
+
+        def cluster(groups, ctx, sort_columns):
+            stats = [s for g in groups for s in clustering.cluster_group(table, ctx, g, TaskInfo(), instant, sort_columns)]
+            _hold(spec, instant)
+            return stats
+
+        clustering.run_clustering(table, instant, clustering.ClusteringSettings(), FileSettings(), cluster, concurrency=concurrency)
+    return {"ok": True, "instant": instant}
+
+
 def main() -> None:
     spec = json.loads(Path(sys.argv[1]).read_text())
     try:
-        outcome = write(spec)
+        outcome = run_service(spec) if spec.get("service") else write(spec)
     except Exception as exc:
         outcome = {"ok": False, "error_type": type(exc).__name__, "error": str(exc), "trace": traceback.format_exc()}
     Path(spec["result"]).write_text(json.dumps(outcome))

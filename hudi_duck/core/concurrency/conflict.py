@@ -94,8 +94,22 @@ def _planned_file_groups(timeline: "Timeline", requested_time: str, action: str)
     return None
 
 
+#: what becomes of the instant that loses a conflict: a write is rolled back; a clustering
+#: is rolled back and its plan dropped (it rewrites file groups as of its instant, so it can
+#: never include the other write: the next clustering plans again)
+WRITE_RETRY = "is rolled back; {other} stands. Retry the write (it will read the other instant's data)"
+CLUSTERING_RETRY = (
+    "is rolled back and its plan dropped; {other} stands. The next clustering plans again, with that instant's data"
+)
+
+
 def resolve_conflicts(
-    timeline: "Timeline", current_time: str, current_action: str, metadata: CommitMetadata, snapshot: TimelineSnapshot
+    timeline: "Timeline",
+    current_time: str,
+    current_action: str,
+    metadata: CommitMetadata,
+    snapshot: TimelineSnapshot,
+    outcome: str = WRITE_RETRY,
 ) -> None:
     """Raise :class:`WriteConflictError` if the write overlaps an instant it did not see."""
     mine = commit_file_groups(metadata)
@@ -111,6 +125,6 @@ def resolve_conflicts(
             raise WriteConflictError(
                 f"{timeline.storage.uri()}: write conflict: {current_action} {current_time} and "
                 f"{other.describe()} both changed file group(s) {shown}{more}. {current_action} {current_time} "
-                f"is rolled back; {other.describe()} stands. Retry the write (it will read the other instant's data)"
+                + outcome.format(other=other.describe())
             )
 

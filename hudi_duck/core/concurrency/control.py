@@ -1,7 +1,17 @@
-"""What a write instant does to live beside other writers: its heartbeat, the
+"""What an instant does to live beside other writers: its heartbeat, the
 single-writer check, and (optimistic concurrency control) the table lock and conflict
 check around its commit. :class:`~hudi_duck.core.timeline.transaction.Transaction`
-calls it at each phase."""
+calls it at each phase.
+
+A table service run on its own (a scheduled compaction or clustering, a pending clean,
+rollback or restore) *resumes* an instant another process may be running: it first
+claims it (:meth:`WriteConcurrency.resuming`). A live heartbeat of the instant means
+another run of it is at work: the claim is refused and nothing is rolled back. Else
+this run's heartbeat starts; under optimistic concurrency control the check and the
+first beat happen under the table lock, so of two runs racing exactly one goes on.
+At commit, a clustering is checked against the writes it did not read (it rewrites
+their file groups as of its instant); a compaction never conflicts (writes after its
+plan go to the file slice it opens), as in Hudi."""
 
 from __future__ import annotations
 
@@ -11,12 +21,12 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
-from ..errors import ConcurrentWriteError
+from ..errors import ConcurrentWriteError, WriteConflictError
 from ..storage.storage import Storage
 from ..timeline.commit_metadata import CommitMetadata
 from ..timeline.instant import Action, State
 from . import heartbeat
-from .conflict import TimelineSnapshot, resolve_conflicts
+from .conflict import CLUSTERING_RETRY, TimelineSnapshot, resolve_conflicts
 from .lock import LockProvider, lock_provider, table_lock
 from .settings import ConcurrencySettings
 
@@ -35,6 +45,8 @@ class WriteConcurrency:
     settings: ConcurrencySettings = field(default_factory=ConcurrencySettings)
     beat: heartbeat.Heartbeat | None = None
     snapshot: TimelineSnapshot | None = None
+    #: the instant was resumed (a table service run on its own), not started by this write
+    resumed: bool = False
     _lock: LockProvider | None = None
 
     # -- the lock ------------------------------------------------------------------------
@@ -67,19 +79,74 @@ class WriteConcurrency:
         then the conflict check against what completed since the write started."""
         with self.locked(f"committing {txn.action} {txn.requested_time}"):
             current = txn.timeline.reload()
+            if self.resumed:
+                self._check_still_ours(txn, current, metadata)
             if current.state_file(txn.requested_time, State.INFLIGHT) is None:
                 raise ConcurrentWriteError(
                     f"{self.storage.uri()}: {txn.action} {txn.requested_time} was rolled back by another writer "
                     "while it was in flight (its timeline files are gone); it is not committed. Retry the write"
                 )
             if isinstance(metadata, CommitMetadata) and self.snapshot is not None:
-                resolve_conflicts(current, txn.requested_time, txn.action, metadata, self.snapshot)
+                if self.resumed:
+                    try:
+                        resolve_conflicts(current, txn.requested_time, txn.action, metadata, self.snapshot, CLUSTERING_RETRY)
+                    except WriteConflictError:
+                        txn.purge_plan = True  # the plan can never include the other write
+                        raise
+                else:
+                    resolve_conflicts(current, txn.requested_time, txn.action, metadata, self.snapshot)
             yield
 
     def finished(self) -> None:
         """The instant completed or was undone: the heartbeat stops and its file goes."""
         if self.beat is not None:
             self.beat.stop()
+            self.beat = None
+
+    # -- resumed instants (table services run on their own) -------------------------------
+    @contextmanager
+    def resuming(self, timeline: "Timeline", requested_time: str, action: str) -> Iterator[None]:
+        """Claim a resumed instant (see the module docstring). Inside the block (still under
+        the lock) the caller rolls back an attempt that died; leaving it by an exception
+        stops this run's heartbeat."""
+        with self.locked(f"resuming {action} {requested_time}"):
+            refuse_live_run(self.storage, requested_time, action, self.settings)
+            self.resumed = True
+            self.snapshot = _read_by(timeline.reload(), requested_time) if action in _CHECKED_SERVICES else None
+            self.beat = heartbeat.Heartbeat(self.storage, requested_time, self.settings.heartbeat_interval_ms / 1000.0).start()
+            try:
+                yield
+            except BaseException:
+                self.finished()
+                raise
+
+    def _check_still_ours(self, txn: "Transaction", current: "Timeline", metadata: Any) -> None:
+        """A resumed instant whose inflight file or data files are gone was taken over by
+        another run (this one stalled past its heartbeat's expiry): it gives up, undoing nothing."""
+        gone = (
+            current.state_file(txn.requested_time, State.INFLIGHT) is None
+            or current.state_file(txn.requested_time, State.COMPLETED) is not None
+        )
+        missing = []
+        if not gone and isinstance(metadata, CommitMetadata):
+            missing = [stat.path for stat in metadata.write_stats() if stat.path and not self.storage.exists(stat.path)]
+        if not gone and not missing:
+            return
+        txn.give_up()
+        what = "its inflight state is gone" if gone else f"its file {self.storage.uri(missing[0])} is gone"
+        raise ConcurrentWriteError(
+            f"{self.storage.uri()}: {txn.action} {txn.requested_time} was taken over by another run while this one "
+            f"was in flight ({what}): its heartbeat was silent for longer than "
+            f"{self.settings.heartbeat_expiry_seconds:.0f}s (hoodie.client.heartbeat.interval_in_ms x "
+            "hoodie.client.heartbeat.tolerable.misses). This run is not committed and undoes nothing; the other run "
+            "finishes the plan"
+        )
+
+    def lost_race(self) -> None:
+        """Another run of the same instant got ahead (single writer, started at the same
+        moment): stop beating but leave the heartbeat file, which is the other run's now."""
+        if self.beat is not None:
+            self.beat.stop(delete=False)
             self.beat = None
 
 
@@ -94,6 +161,43 @@ def live_writes(timeline: "Timeline", settings: ConcurrencySettings, exclude: st
         and i.requested_time not in clustering
         and heartbeat.is_alive(timeline.storage, i.requested_time, settings.heartbeat_expiry_seconds, now)
     ]
+
+
+#: resumed actions whose commit runs the conflict check (Hudi checks clustering; a
+#: compaction's commit never conflicts: writes after its plan go to the slice it opens)
+_CHECKED_SERVICES = frozenset({Action.CLUSTERING, Action.REPLACE_COMMIT})
+
+
+def _read_by(timeline: "Timeline", service_time: str) -> TimelineSnapshot:
+    """What a table service at ``service_time`` has read: the writes completed before its
+    instant (it reads the table as of its instant); every other write completed by
+    its commit is checked against it."""
+    groups = timeline.instant_groups()
+    return TimelineSnapshot(
+        completed=frozenset(g.requested_time for g in groups if g.latest.is_completed and g.requested_time < service_time),
+        known=frozenset(g.requested_time for g in groups),
+    )
+
+
+def refuse_live_run(storage: Storage, instant_time: str, action: str, settings: ConcurrencySettings) -> None:
+    """A resumed instant whose heartbeat is alive is another process's run at work: refuse
+    before anything is rolled back or written."""
+    if heartbeat.is_alive(storage, instant_time, settings.heartbeat_expiry_seconds):
+        raise live_run_error(storage, instant_time, action, settings)
+
+
+def live_run_error(storage: Storage, instant_time: str, action: str, settings: ConcurrencySettings) -> ConcurrentWriteError:
+    """Another process runs ``action`` ``instant_time``: names its heartbeat and what to do."""
+    last = heartbeat.last_heartbeat(storage, instant_time)
+    ago = f"{max(0.0, time.time() - last):.1f}s ago" if last is not None else "just now"
+    return ConcurrentWriteError(
+        f"{storage.uri()}: {action} {instant_time} is being run by another process: its heartbeat "
+        f"{storage.uri(heartbeat.heartbeat_path(instant_time))} beat {ago} (alive for "
+        f"{settings.heartbeat_expiry_seconds:.0f}s: hoodie.client.heartbeat.interval_in_ms x "
+        "hoodie.client.heartbeat.tolerable.misses). It is not rolled back and nothing was written. Wait for that "
+        "run to finish; if its job died, its heartbeat expires after that time and the next run rolls the attempt "
+        "back and runs the plan again"
+    )
 
 
 def in_flight_error(storage: Storage, instant_time: str, settings: ConcurrencySettings) -> ConcurrentWriteError:

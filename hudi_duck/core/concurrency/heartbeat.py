@@ -84,12 +84,14 @@ class Heartbeat:
             except Exception as exc:  # the writer goes on; others may see it as expired
                 log.warning("heartbeat of instant %s could not be written: %s", self.instant_time, exc)
 
-    def stop(self) -> None:
-        """Stop beating and delete the heartbeat file (the instant is no longer in flight)."""
+    def stop(self, delete: bool = True) -> None:
+        """Stop beating and delete the heartbeat file (the instant is no longer in flight);
+        ``delete=False`` leaves the file to another process beating for the same instant."""
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=max(5.0, self.interval_seconds))
-        delete_heartbeat(self.storage, self.instant_time)
+        if delete:
+            delete_heartbeat(self.storage, self.instant_time)
 
     @property
     def path(self) -> str:

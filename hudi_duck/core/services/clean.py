@@ -28,6 +28,8 @@ from ..timeline.instant import Action, Instant, State, format_instant_time
 from ..timeline.plans import ActionInstant, CleanerPlan, CleanFileInfo
 from ..timeline.service_metadata import CleanMetadata, CleanPartitionMetadata
 from ..timeline.transaction import Transaction
+from ..concurrency.control import WriteConcurrency
+from ..concurrency.settings import ConcurrencySettings
 from .compaction import busy_file_groups
 
 KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
@@ -214,15 +216,16 @@ def schedule_clean(table: HudiTable, settings: CleanSettings, instant_time: str)
     return Transaction.schedule(table.timeline, Action.CLEAN, plan, instant_time)
 
 
-def run_clean(table: HudiTable, settings: CleanSettings) -> str | None:
+def run_clean(table: HudiTable, settings: CleanSettings, concurrency: ConcurrencySettings | None = None) -> str | None:
     """Finish cleans a crashed run left pending, then plan and run one; returns its time
-    (``None`` when nothing needs deleting)."""
+    (``None`` when nothing needs deleting). With ``concurrency`` each clean keeps a
+    heartbeat and commits under the table lock (optimistic concurrency control)."""
     for pending in pending_cleans(table):
-        execute_clean(table, table.timeline.state_file(pending.requested_time, State.REQUESTED))
+        execute_clean(table, table.timeline.state_file(pending.requested_time, State.REQUESTED), concurrency)
     requested = schedule_clean(table, settings, table.timeline.next_instant_time())
     if requested is None:
         return None
-    execute_clean(table, requested)
+    execute_clean(table, requested, concurrency)
     return requested.requested_time
 
 
@@ -231,13 +234,14 @@ def _relative(table: HudiTable, path: str) -> str:
     return path[len(root) + 1 :] if path.startswith(root + "/") else path
 
 
-def execute_clean(table: HudiTable, requested: Instant) -> CleanMetadata:
+def execute_clean(table: HudiTable, requested: Instant, concurrency: ConcurrencySettings | None = None) -> CleanMetadata:
     """Delete the planned files and complete the clean (a clean that fails stays pending
     and runs again; deleting is idempotent)."""
     started = time.perf_counter()
     timeline = table.timeline
     plan = timeline.plan(requested.requested_time) or CleanerPlan(policy=KEEP_LATEST_COMMITS)
-    with Transaction.resume(timeline, requested.requested_time) as txn:
+    control = WriteConcurrency(table.storage, concurrency) if concurrency is not None else None
+    with Transaction.resume(timeline, requested.requested_time, concurrency=control) as txn:
         txn.begin(plan)  # Hudi's .clean.inflight repeats the plan
         metadata = delete_planned_files(table, plan, requested.requested_time)
         metadata.time_taken_in_millis = int((time.perf_counter() - started) * 1000)

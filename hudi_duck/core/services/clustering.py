@@ -37,6 +37,7 @@ from ..timeline.plans import (
     SliceInfo,
 )
 from ..timeline.transaction import CommitParticipant, Transaction
+from ..concurrency.control import WriteConcurrency
 from ..write.handles import TaskInfo, WriteContext, create_files
 from .compaction import busy_file_groups, slice_metrics
 
@@ -199,14 +200,18 @@ def run_clustering(
     files: FileSettings,
     run_groups: GroupRunner,
     participants: Iterable[CommitParticipant] = (),
+    concurrency: WriteConcurrency | None = None,
 ) -> Instant:
     """Execute a scheduled clustering: inflight, rewrite every group, commit a replace commit
     replacing the input file groups. A failure rolls the attempt back (the plan stays).
+    Another process's live run of it is refused; with ``concurrency`` this run keeps a
+    heartbeat and, under optimistic concurrency control, commits under the table lock
+    after the conflict check (a write it did not read in its file groups wins).
 
     New base files are written with ``files`` (the writes' parquet settings), sized by the
     plan's target file size, else ``settings``'."""
     plan = read_plan(table, instant_time)
-    with Transaction.resume(table.timeline, instant_time, participants) as txn:
+    with Transaction.resume(table.timeline, instant_time, participants, concurrency) as txn:
         txn.begin()
         target = int(plan.strategy_params.get(TARGET_FILE_MAX_BYTES_PARAM, settings.target_file_max_bytes))
         context = WriteContext.for_table(table, instant_time, files).with_max_file_size(target)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from .. import faults
+from ..concurrency.control import WriteConcurrency
 from ..config.write_settings import FileSettings, ParquetSettings
 from ..errors import HudiError
 from ..file_group.file_slice import FileSlice
@@ -312,14 +313,17 @@ def run_compaction(
     files: FileSettings,
     run_operations: OperationRunner,
     participants: Iterable[CommitParticipant] = (),
+    concurrency: WriteConcurrency | None = None,
 ) -> Instant:
     """Execute a scheduled compaction: inflight, merge every operation's slice into a base
     file written with ``files`` (the writes' parquet settings), commit.
 
-    An attempt that died before is rolled back first; a failure now rolls this attempt
+    Another process's live run of it is refused (see ``Transaction.resume``; with
+    ``concurrency`` this run keeps a heartbeat and commits under the table lock). An
+    attempt that died before is rolled back first; a failure now rolls this attempt
     back and leaves the plan requested, so the compaction can run again."""
     plan = read_plan(table, instant_time)
-    with Transaction.resume(table.timeline, instant_time, participants) as txn:
+    with Transaction.resume(table.timeline, instant_time, participants, concurrency) as txn:
         txn.begin()
         stats = run_operations(list(plan.operations or ()), WriteContext.for_table(table, instant_time, files))
         metadata = CommitMetadata.of(

@@ -17,6 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
+from ..concurrency.settings import ConcurrencySettings
 from ..errors import TableServiceError
 from ..table.table import HudiTable
 from . import archival, clean, clustering, compaction
@@ -67,8 +68,11 @@ def run_inline_services(
     settings: ServiceSettings,
     engine: ServiceEngine,
     committed: str | None = None,
+    concurrency: ConcurrencySettings | None = None,
 ) -> InlineServices:
-    """Run the services ``settings`` asks for after the write ``committed``."""
+    """Run the services ``settings`` asks for after the write ``committed``; a clean keeps a
+    heartbeat and commits under the lock with the write's ``concurrency`` options (the
+    engine runs compaction and clustering with them)."""
     outcome = InlineServices()
     table = open_table()
     if table.config.is_mor and (settings.compact_inline or settings.schedule_compaction_inline):
@@ -78,7 +82,7 @@ def run_inline_services(
         _guarded(outcome, "clustering", committed, settings.fail_on_service_error, lambda: _clustering(table, settings, engine, outcome))
         table = open_table()
     if settings.clean_automatic and clean.needs_clean(table, settings.clean):
-        _guarded(outcome, "clean", committed, settings.fail_on_service_error, lambda: _clean(table, settings, outcome))
+        _guarded(outcome, "clean", committed, settings.fail_on_service_error, lambda: _clean(table, settings, outcome, concurrency))
         table = open_table()
     if settings.archive_automatic:
         _guarded(outcome, "archival", committed, settings.fail_on_archival_error, lambda: _archive(table, settings, outcome))
@@ -114,8 +118,10 @@ def _clustering(table: HudiTable, settings: ServiceSettings, engine: ServiceEngi
         outcome.ran.append(f"clustering {time_}")
 
 
-def _clean(table: HudiTable, settings: ServiceSettings, outcome: InlineServices) -> None:
-    done = clean.run_clean(table, settings.clean)
+def _clean(
+    table: HudiTable, settings: ServiceSettings, outcome: InlineServices, concurrency: ConcurrencySettings | None
+) -> None:
+    done = clean.run_clean(table, settings.clean, concurrency) if concurrency else clean.run_clean(table, settings.clean)
     if done:
         outcome.ran.append(f"clean {done}")
 

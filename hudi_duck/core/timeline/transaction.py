@@ -6,7 +6,8 @@ clean, rollback, restore and savepoints all go through :class:`Transaction`:
 
 * :meth:`Transaction.start` writes ``<t>.<action>.requested`` (a savepoint has no
   requested state: it starts inflight); :meth:`Transaction.resume` picks up a plan
-  scheduled earlier (a compaction, clustering, clean or rollback);
+  scheduled earlier (a compaction, clustering, clean, rollback or restore) once it has
+  claimed it: another process's live run of it (its heartbeat) is refused, never rolled back;
 * :meth:`Transaction.begin` moves it to inflight;
 * :meth:`Transaction.commit` deletes data files the markers name but the metadata
   does not (what retried tasks left), lets every *commit participant* act on the
@@ -31,7 +32,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
 from .. import faults
-from ..errors import TimelineError, UnsupportedFeatureError
+from ..errors import ConcurrentWriteError, TimelineError, UnsupportedFeatureError
 from ..write.markers import delete_markers, list_markers
 from .commit_metadata import CommitMetadata
 from .instant import Action, Instant, State, new_instant_time
@@ -107,6 +108,8 @@ class Transaction:
     #: the write's heartbeat, single-writer check, lock and conflict check
     #: (``hudi_duck.core.concurrency.control.WriteConcurrency``); None: none of these
     concurrency: Any = None
+    #: an abort also drops the plan (a clustering that lost a conflict can never commit)
+    purge_plan: bool = False
 
     # -- starting ----------------------------------------------------------------------------
     @classmethod
@@ -170,12 +173,41 @@ class Transaction:
 
     @classmethod
     def resume(
-        cls, timeline: "Timeline", requested_time: str, participants: Iterable[CommitParticipant] = ()
+        cls,
+        timeline: "Timeline",
+        requested_time: str,
+        participants: Iterable[CommitParticipant] = (),
+        concurrency: Any = None,
     ) -> "Transaction":
-        """The transaction of an instant requested earlier (a scheduled plan, a pending clean
-        or rollback). An inflight compaction or clustering of an attempt that died is
-        rolled back first, so the plan runs again from the start."""
+        """The transaction of an instant requested earlier (a scheduled plan, a pending clean,
+        rollback or restore), run by this process from now on.
+
+        An instant whose heartbeat is alive is another process's run at work: refused with
+        :class:`~hudi_duck.core.errors.ConcurrentWriteError`, nothing rolled back. With
+        ``concurrency`` (as a write takes it) this run's heartbeat starts, under the table lock
+        with optimistic concurrency control, and its commit is checked as a table service's.
+        An inflight compaction or clustering of an attempt that died (heartbeat expired or
+        absent) is rolled back first, so the plan runs again from the start."""
+        from ..concurrency.control import refuse_live_run
+        from ..concurrency.settings import ConcurrencySettings
+
         check_writable(timeline)
+        group = timeline.group(requested_time)
+        action = group.pending_action if group is not None else "instant"
+        if concurrency is None:
+            refuse_live_run(timeline.storage, requested_time, action, ConcurrencySettings())
+            return cls._resumed(timeline, requested_time, participants)
+        with concurrency.resuming(timeline, requested_time, action):
+            # read again under the claim: another run may have finished or moved the instant on
+            txn = cls._resumed(timeline.reload(), requested_time, participants)
+        txn.concurrency = concurrency
+        return txn
+
+    @classmethod
+    def _resumed(
+        cls, timeline: "Timeline", requested_time: str, participants: Iterable[CommitParticipant]
+    ) -> "Transaction":
+        """The resumed transaction, once claimed: an attempt that died is rolled back."""
         group = timeline.group(requested_time)
         if group is None:
             raise TimelineError(f"{timeline.storage.uri()}: no instant {requested_time} on the timeline")
@@ -203,7 +235,17 @@ class Transaction:
         if self.phase is Phase.INFLIGHT:
             return self.instant
         self._expect(Phase.REQUESTED, "begin")
-        self.instant = self.timeline.transition_to_inflight(self.instant, _bytes(profile, self.timeline))
+        try:
+            self.instant = self.timeline.transition_to_inflight(self.instant, _bytes(profile, self.timeline))
+        except TimelineError:
+            if self.timeline.reload().state_file(self.requested_time, State.INFLIGHT) is None:
+                raise
+            self.give_up()
+            raise ConcurrentWriteError(
+                f"{self.timeline.storage.uri()}: {self.action} {self.requested_time} was started by another process "
+                "at the same moment (its inflight file appeared first); that run goes on, this one stops and rolls "
+                "nothing back. Run it again once that run is done, if it failed"
+            ) from None
         self.phase = Phase.INFLIGHT
         faults.reach(faults.INFLIGHT_WRITTEN, self.action)
         return self.instant
@@ -239,6 +281,8 @@ class Transaction:
                 with scope:
                     if self.timeline.reload().group(self.requested_time) is not None:  # else undone already
                         self._rollback(self.instant)
+                        if self.purge_plan:
+                            self.timeline.reload().delete_instant(self.requested_time)
             elif self.action == Action.SAVEPOINT:
                 self.timeline.delete_savepoint(self.requested_time)
             # cleans, rollbacks and restores stay pending: the next run finishes them
@@ -308,6 +352,14 @@ class Transaction:
     def _warn(self, message: str) -> None:
         log.warning(message)
         self.warnings.append(message)
+
+    def give_up(self) -> None:
+        """Another run of this resumed instant owns it now: nothing is undone (an abort would
+        roll back the other run's work) and its heartbeat is left alone. What this run wrote
+        is marked; the other run's commit deletes marked files its metadata does not name."""
+        self.phase = Phase.ABORTED
+        if self.concurrency is not None:
+            self.concurrency.lost_race()
 
     def _stop_concurrency(self) -> None:
         if self.concurrency is not None:
