@@ -423,14 +423,19 @@ def _fold_spilled(
             "preserve_insertion_order": False,
         }
     )
+    con.execute("SET enable_progress_bar = false")
     dropped: dict[int, list[np.ndarray]] = {i: [] for i in active}
     winners: dict[int, list[np.ndarray]] = {i: [] for i in active}
     try:
         for name in (ENTRIES, BASE):
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({_literal(spill.path(name))})")
-        outcome = con.sql(merge_sql(ctx, spec))
-        for batch in _batches(outcome):
-            _split(batch, dropped, winners)
+        reader = _reader(con.sql(merge_sql(ctx, spec)))
+        try:
+            for batch in reader:
+                _split(batch, dropped, winners)
+        finally:
+            reader.close()
+            del reader
     except duckdb.Error as exc:
         raise spill.error(spill.folder, exc) from exc
     finally:
@@ -458,12 +463,12 @@ def _split(batch: pa.RecordBatch, dropped: dict[int, list[np.ndarray]], winners:
         winners[int(i)].append(log_values[mine & has_log & ~deletes & ~survives].astype(np.int64))
 
 
-def _batches(relation: duckdb.DuckDBPyRelation) -> Iterator[pa.RecordBatch]:
+def _reader(relation: duckdb.DuckDBPyRelation) -> pa.RecordBatchReader:
+    """The rows of a query a batch at a time (DuckDB 1.x and 2.x spell it differently)."""
     for name in ("to_arrow_reader", "fetch_arrow_reader", "fetch_record_batch"):
         method = getattr(relation, name, None)
         if method is not None:
-            yield from method(SPILL_ROW_GROUP)
-            return
+            return method(SPILL_ROW_GROUP)
     raise AttributeError("this DuckDB version offers no Arrow reader on query results")
 
 
