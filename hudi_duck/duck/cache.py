@@ -309,7 +309,7 @@ def write_parquet_batches(schema: pa.Schema, batches: Iterable[pa.RecordBatch], 
 
 
 #: rows a streamed entry gathers into one row group (about what ``write_table`` makes)
-_STREAM_ROW_GROUP = 1024**2
+_STREAM_ROW_GROUP = 128 * 1024
 
 
 def _row_groups(schema: pa.Schema, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Table]:

@@ -158,10 +158,10 @@ def merge_slice_logs(ctx: SliceReadContext, slice_: FileSlice) -> SliceLogMerge:
 def merge_slices(ctx: SliceReadContext, slices: Sequence[FileSlice]) -> list[SliceLogMerge]:
     """Merge several slices' logs in one DuckDB query (each slice folds on its own).
 
-    Decoded log records stay in memory while they fit in half of the read's
+    Decoded log records stay in memory while they fit in a quarter of the read's
     ``hoodie.memory.merge.max.size``; past it they go to parquet files in a
     spill folder (``hoodie.memory.spillable.map.path``) and the fold runs in
-    DuckDB over those files with the other half as its ``memory_limit`` (DuckDB
+    DuckDB over those files with half the budget as its ``memory_limit`` (DuckDB
     spills there too). The spill folder is removed on every error, and by
     ``release`` once the winning rows are read."""
     try:
@@ -194,7 +194,7 @@ class _Collected:
 
 
 def _collect(ctx: SliceReadContext, slices: Sequence[FileSlice], spill: "Spill") -> list[_Collected]:
-    """Decode every slice's log blocks; spill them all once they pass half the budget."""
+    """Decode every slice's log blocks; spill them all once they pass ``HELD_SHARE`` of the budget."""
     held = 0
     collected: list[_Collected] = []
     for i, slice_ in enumerate(slices):
@@ -206,7 +206,7 @@ def _collect(ctx: SliceReadContext, slices: Sequence[FileSlice], spill: "Spill")
             mine.records += entries.num_rows
             if not spill.active:
                 held += entries.nbytes + (rows.nbytes if rows is not None else 0)
-                if held > ctx.memory.max_size // 2:
+                if held > ctx.memory.max_size // HELD_SHARE:
                     spill.start()
                     for j, earlier in enumerate(collected):
                         for table in earlier.entries:
@@ -276,6 +276,11 @@ def _outcome(merge: SliceLogMerge, log_rows: "pa.Table | SpilledRows", dropped: 
 
 ENTRIES = "entries"
 BASE = "base"
+#: Decoded log records a merge holds in memory are at most this share of its budget (past it they
+#: spill); the decoding itself, the fold's results and the winning rows on their way to the cache
+#: take the rest. A spilled fold runs in DuckDB with ``DUCKDB_SHARE`` of the budget.
+HELD_SHARE = 4
+DUCKDB_SHARE = 2
 #: rows per row group of spilled log rows: the winners are taken a row group at a time
 SPILL_ROW_GROUP = 64 * 1024
 #: DuckDB needs a few blocks per thread to run the fold at all
@@ -415,7 +420,7 @@ def _fold_spilled(
 ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
     """Dropped base rows and winning log rows of each slice, from the fold over the spill files."""
     assert spill.folder is not None
-    limit = max(ctx.memory.max_size // 2, MIN_DUCKDB_MEMORY)
+    limit = max(ctx.memory.max_size // DUCKDB_SHARE, MIN_DUCKDB_MEMORY)
     con = duckdb.connect(
         config={
             "memory_limit": f"{limit}B",

@@ -11,6 +11,7 @@ import datetime as _dt
 import functools
 import io
 import json
+import mmap
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
@@ -167,7 +168,24 @@ def iter_data_block(block: LogBlock, target: pa.Schema, piece_bytes: int) -> Ite
         return
     content = memoryview(block.content)
     for start, end, n in _avro_runs(content, count, piece_bytes, source):
-        yield _decode_run(block, struct.pack(">ii", DATA_BLOCK_VERSION, n) + content[start:end], target)
+        piece = struct.pack(">ii", DATA_BLOCK_VERSION, n) + content[start:end]
+        _release_pages(block, start, end)
+        yield _decode_run(block, piece, target)
+
+
+def _release_pages(block: LogBlock, start: int, end: int) -> None:
+    """Let the pages of a memory-mapped block's bytes ``[start, end)`` go (they are read again
+    from the file if needed): a merge then holds one run of a large block, not the block."""
+    mapped = getattr(block.content, "obj", None)
+    if not isinstance(mapped, mmap.mmap) or not hasattr(mapped, "madvise"):
+        return
+    lo = (block.content_offset + start) // mmap.PAGESIZE * mmap.PAGESIZE
+    hi = (block.content_offset + end) // mmap.PAGESIZE * mmap.PAGESIZE
+    if hi > lo:
+        try:
+            mapped.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+        except (OSError, ValueError, AttributeError):
+            pass
 
 
 @_names_block
@@ -176,12 +194,12 @@ def _decode_run(block: LogBlock, piece: bytes, target: pa.Schema) -> pa.Table:
     return align_to_schema(avro_block_table(piece, block.schema or "", source), target, source)
 
 
-def _avro_runs(content: memoryview, count: int, piece_bytes: int, source: str) -> list[tuple[int, int, int]]:
+def _avro_runs(content: memoryview, count: int, piece_bytes: int, source: str) -> Iterator[tuple[int, int, int]]:
     """(start, end, records) of consecutive runs of an Avro block's framed records, each about
-    ``piece_bytes`` long; the framing is checked as the record-by-record reader checks it."""
+    ``piece_bytes`` long, found as they are read; the framing is checked as the
+    record-by-record reader checks it."""
     unpack = struct.Struct(">i").unpack_from
     size = len(content)
-    runs: list[tuple[int, int, int]] = []
     start = pos = 8
     n = 0
     for _ in range(count):
@@ -193,13 +211,12 @@ def _avro_runs(content: memoryview, count: int, piece_bytes: int, source: str) -
             raise CorruptFileError(f"{source}: Avro record length {length} runs past the block")
         n += 1
         if pos - start >= piece_bytes:
-            runs.append((start, pos, n))
+            yield start, pos, n
             start, n = pos, 0
     if pos != size:
         raise CorruptFileError(f"{source}: Avro data block has {size - pos} bytes after its {count} records")
     if n:
-        runs.append((start, pos, n))
-    return runs
+        yield start, pos, n
 
 
 def encode_avro_records(records: Iterable[dict[str, Any]], schema_json: str) -> bytes:

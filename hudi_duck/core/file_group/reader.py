@@ -273,7 +273,7 @@ def _delete_block_entries(block, ctx: SliceReadContext, first_seq: int, schema: 
 
 
 #: Avro data blocks larger than this share of a merge's budget are decoded a run of records at a time.
-PIECE_SHARE = 16
+PIECE_SHARE = 32
 
 
 def iter_log_parts(ctx: SliceReadContext, scan: ScanResult) -> Iterator[tuple[pa.Table | None, pa.Table]]:
