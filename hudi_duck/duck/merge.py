@@ -174,8 +174,9 @@ def merge_slices(ctx: SliceReadContext, slices: Sequence[FileSlice]) -> list[Sli
         active = [i for i, c in enumerate(collected) if c.records]
         for i in active:
             ctx.merge.require_supported(ctx.storage.uri(slices[i].log_files[0].path))
-        if spill.active:
+        if spill.active and active:
             return _merge_spilled(ctx, slices, collected, active, spec, spill)
+        spill.remove()  # nothing to fold from it
     except BaseException:
         spill.remove()
         raise
@@ -296,6 +297,7 @@ class Spill:
         self.memory = memory
         self.folder: Path | None = None
         self._writers: dict[str, pq.ParquetWriter] = {}
+        self._users = 0
 
     @property
     def active(self) -> bool:
@@ -333,6 +335,15 @@ class Spill:
             except OSError as exc:
                 raise self.error(self.path(name), exc) from exc
 
+    def share(self, users: int) -> None:
+        """The folder is removed once ``users`` holders of its rows have released them."""
+        self._users = users
+
+    def release(self) -> None:
+        self._users -= 1
+        if self._users <= 0:
+            self.remove()
+
     def remove(self) -> None:
         """Remove the folder and everything in it (also after a failure)."""
         for writer in self._writers.values():
@@ -366,6 +377,7 @@ class SpilledRows:
     path: Path
     winners: np.ndarray  # row numbers in the spill file, ascending
     spill: Spill
+    released: bool = False
 
     @property
     def num_rows(self) -> int:
@@ -386,7 +398,10 @@ class SpilledRows:
             offset += n
 
     def release(self) -> None:
-        self.spill.remove()
+        """Done with these rows: the spill folder goes once every slice of the merge released its rows."""
+        if not self.released:
+            self.released = True
+            self.spill.release()
 
 
 def _merge_spilled(
@@ -409,6 +424,7 @@ def _merge_spilled(
     spill.finish()
     dropped, winners = _fold_spilled(ctx, spec, spill, active)
     merged = [SliceLogMerge(ctx.schema.empty_table(), [], c.stats, c.skipped) for c in collected]
+    spill.share(len(active))
     for i in active:
         log_rows = SpilledRows(ctx.schema, spill.path(_rows_name(i)), winners[i], spill)
         merged[i] = _outcome(merged[i], log_rows, dropped[i])
