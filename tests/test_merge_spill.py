@@ -279,3 +279,20 @@ def test_batched_slices_spilled_read_as_hudi_rs_reads_them(fixture_tables, tmp_p
     assert not diff_rows(got, hudi_rs_read(path, as_of=as_of))
     assert len(spied) == 1 and len([f for f in spied[0] if f.startswith("rows-")]) > 1
     assert not os.listdir(tmp_path / "spill")
+
+
+def test_spill_folders_of_dead_processes_are_removed(tmp_path):
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    orphan = tmp_path / f"{merge._spill_prefix()}{int(dead.stdout)}-abc"
+    (orphan / "duckdb").mkdir(parents=True)
+    (orphan / "entries.parquet").write_bytes(b"left by a process that was killed")
+    mine = tmp_path / f"{merge._spill_prefix()}{os.getpid()}-keep"
+    mine.mkdir()
+    spill = merge.Spill(MergeMemory.of(0, str(tmp_path)))
+    spill.start()
+    assert not orphan.exists() and mine.exists()
+    spill.remove()
+    assert sorted(os.listdir(tmp_path)) == [mine.name]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -307,9 +308,10 @@ class Spill:
         parent = Path(self.memory.spill_folder)
         try:
             parent.mkdir(parents=True, exist_ok=True)
-            self.folder = Path(tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}-", dir=parent))
+            self.folder = Path(tempfile.mkdtemp(prefix=f"{_spill_prefix()}{os.getpid()}-", dir=parent))
         except OSError as exc:
             raise self.error(parent, exc) from exc
+        _remove_orphans(parent)
         return self.folder
 
     def path(self, name: str) -> Path:
@@ -364,6 +366,36 @@ class Spill:
             "(memory_spillable_map_path) to a writable folder with free space, or raise "
             f"{MERGE_MAX_SIZE} (memory_merge_max_size)"
         )
+
+
+def _spill_prefix() -> str:
+    """Spill folders are named for their host and process, so orphans can be told apart."""
+    host = "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:40] or "host"
+    return f"{SPILL_PREFIX}{host}-"
+
+
+def _remove_orphans(parent: Path) -> None:
+    """Remove spill folders of this host's processes that died while merging (they could not)."""
+    prefix = _spill_prefix()
+    try:
+        names = [n for n in os.listdir(parent) if n.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(prefix) :].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        shutil.rmtree(parent / name, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's live process
+        return True
+    return True
 
 
 @dataclass

@@ -96,7 +96,9 @@ class SliceReadContext:
 class SliceLogMerge:
     """The outcome of merging a slice's logs with its base file."""
 
-    log_rows: pa.Table  # winning log records, in the output schema
+    #: winning log records, in the output schema (an engine that spilled may give an object with
+    #: the same ``schema``, ``num_rows`` and ``to_batches`` that reads them from its spill files)
+    log_rows: pa.Table
     dropped_base_rows: list[int]  # physical row numbers of base rows that disappear
     stats: dict[str, int] = field(default_factory=dict)
     #: corrupt blocks skipped although a read instant's records may be in them
