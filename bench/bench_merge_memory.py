@@ -66,9 +66,11 @@ print("RESULT", json.dumps({"seconds": seconds, "rss_mb": resource.getrusage(res
 """
 
 
-def build(path: Path, records: int) -> dict:
-    """One file group: N rows bulk-inserted, then all N updated into its log."""
+def build(path: Path, records: int, upserts: int = 1) -> dict:
+    """One file group: N rows bulk-inserted, then all N updated into its log (by ``upserts``
+    upserts of consecutive key ranges: one log file each, N log records in all)."""
     from common import spark_session
+    from data import _columns as data_columns
     from data import hudi_options, trips
     from pyspark.sql import functions as F
 
@@ -89,9 +91,12 @@ def build(path: Path, records: int) -> dict:
     started = time.perf_counter()
     spark_writer.write(rows, str(path), hudi_options("bench_merge_memory", "MERGE_ON_READ", "bulk_insert", **opts))
     inserted = time.perf_counter() - started
-    updates = rows.withColumn("fare", F.col("fare") + F.lit(1.0)).withColumn("ts", F.col("ts") + F.lit(1))
     started = time.perf_counter()
-    spark_writer.write(updates, str(path), hudi_options("bench_merge_memory", "MERGE_ON_READ", "upsert", **opts))
+    step = -(-records // upserts)
+    for first in range(0, records, step):
+        keys = rows if upserts == 1 else spark.range(first, min(first + step, records), 1, 1).select(*data_columns())
+        batch = keys.withColumn("fare", F.col("fare") + F.lit(1.0)).withColumn("ts", F.col("ts") + F.lit(1))
+        spark_writer.write(batch, str(path), hudi_options("bench_merge_memory", "MERGE_ON_READ", "upsert", **opts))
     updated = time.perf_counter() - started
     spark.stop()
     return {"records": records, "bulk_insert_s": inserted, "upsert_s": updated}
@@ -124,13 +129,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="memory_merge_max_size of the merge (repeatable; default: the default budget)")
     ap.add_argument("--spill-path", default="", help="memory_spillable_map_path (default: the temporary folder)")
     ap.add_argument("--skip-hudi-rs", action="store_true", help="do not run hudi-rs (results are then unchecked)")
+    ap.add_argument("--upserts", type=int, default=1,
+                    help="write the N updates with this many upserts (smaller Spark tasks; one log file each)")
     ap.add_argument("--rebuild", action="store_true")
     args = ap.parse_args(argv)
 
     path = Path(args.data_dir) / f"merge-memory-{args.records}"
     manifest = path.parent / f"merge-memory-{args.records}.json"
     if args.rebuild or not manifest.exists():
-        info = build(path, args.records)
+        info = build(path, args.records, args.upserts)
         manifest.write_text(json.dumps(info))
     info = json.loads(manifest.read_text())
 
