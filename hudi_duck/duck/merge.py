@@ -209,13 +209,7 @@ def _collect(ctx: SliceReadContext, slices: Sequence[FileSlice], spill: "Spill")
             if not spill.active:
                 held += entries.nbytes + (rows.nbytes if rows is not None else 0)
                 if held > ctx.memory.max_size // HELD_SHARE:
-                    spill.start()
-                    for j, earlier in enumerate(collected):
-                        for table in earlier.entries:
-                            spill.write(ENTRIES, table)
-                        for table in earlier.rows:
-                            spill.write(_rows_name(j), table)
-                        earlier.entries, earlier.rows = [], []
+                    _spill_held(collected, spill)
             if spill.active:
                 spill.write(ENTRIES, entries)
                 if rows is not None:
@@ -226,6 +220,17 @@ def _collect(ctx: SliceReadContext, slices: Sequence[FileSlice], spill: "Spill")
                     mine.rows.append(rows)
         mine.stats = scan_stats(scan, mine.records)
     return collected
+
+
+def _spill_held(collected: list[_Collected], spill: "Spill") -> None:
+    """Start spilling: what the slices hold so far goes to the spill files, in scan order."""
+    spill.start()
+    for j, earlier in enumerate(collected):
+        for table in earlier.entries:
+            spill.write(ENTRIES, table)
+        for table in earlier.rows:
+            spill.write(_rows_name(j), table)
+        earlier.entries, earlier.rows = [], []
 
 
 def _rows_name(index: int) -> str:
