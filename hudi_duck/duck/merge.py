@@ -1,11 +1,13 @@
 """Merging one file slice's logs with DuckDB: the core's merge rule as SQL, run on columns.
 
-The log records of a slice are decoded to Arrow (``reader.scan_log_columns``)
-and the fold (each key's latest record, deletes, base rows replaced) runs as
-one DuckDB query rendered by ``core.merge.sql``: DuckDB sorts and joins in
-parallel and spills. Python only plans; no record key becomes a Python object.
-Slices the rendering cannot express (binary ordering columns) take the
-core's own merge.
+The log records of a slice are decoded to Arrow a block (or a run of a large
+block's records) at a time (``reader.iter_log_parts``) and the fold (each key's
+latest record, deletes, base rows replaced) runs as one DuckDB query rendered
+by ``core.merge.sql``: DuckDB sorts and joins in parallel and spills. Python
+only plans; no record key becomes a Python object. A merge whose decoded
+records pass its memory budget (``hoodie.memory.merge.max.size``) spills them
+to parquet files and folds those (:class:`Spill`). Slices the rendering cannot
+express (binary ordering columns) take the core's own merge.
 """
 
 from __future__ import annotations
