@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
+from .core.config.read_settings import MergeMemory
 from .core.table.filters import FilterSpec
 from .core.table.read_plan import QueryType, ReadOptions, ReadPlan, plan_fresh
 from .core.table.table import HudiTable
@@ -57,6 +58,10 @@ class HudiTableReader:
     instead of skipping it (with a warning) as Apache Hudi does.
     ``metadata_enable`` (Hudi's ``hoodie.metadata.enable``): plan from the
     table's metadata table when it has one; false lists the table's folders.
+    ``memory_merge_max_size`` and ``memory_spillable_map_path`` (Hudi's
+    ``hoodie.memory.merge.max.size``, bytes or e.g. ``'2GiB'``, and
+    ``hoodie.memory.spillable.map.path``): what one file slice's merge holds in
+    memory before it spills, and where the spill files go.
 
     The reads take ``filter``, a SQL condition DuckDB applies to the rows, and
     ``filters``, ``(column, op, value)`` tuples or a string ``"city = sf AND
@@ -72,7 +77,10 @@ class HudiTableReader:
         extract_partition_values_from_path: bool = True,
         strict: bool = False,
         metadata_enable: bool = True,
+        memory_merge_max_size: int | str | None = None,
+        memory_spillable_map_path: str | None = None,
     ):
+        self.merge_memory = MergeMemory.of(memory_merge_max_size, memory_spillable_map_path)
         self.table = HudiTable(path, storage_options, metadata_enable=metadata_enable)
         self.filesystems = filesystems
         self.extract_partition_values_from_path = extract_partition_values_from_path
@@ -81,7 +89,7 @@ class HudiTableReader:
 
     @property
     def options(self) -> ReadOptions:
-        return ReadOptions(self.extract_partition_values_from_path, self.strict, self.metadata_enable)
+        return ReadOptions(self.extract_partition_values_from_path, self.strict, self.metadata_enable, self.merge_memory)
 
     def plan(
         self,
@@ -246,15 +254,27 @@ def open_table(
     extract_partition_values_from_path: bool = True,
     strict: bool = False,
     metadata_enable: bool = True,
+    memory_merge_max_size: int | str | None = None,
+    memory_spillable_map_path: str | None = None,
 ) -> HudiTableReader:
-    """Open a table for Python reads (see the SQL functions for the partition-values, strict
-    and metadata_enable switches)."""
-    return HudiTableReader(path, storage_options, filesystems, extract_partition_values_from_path, strict, metadata_enable)
+    """Open a table for Python reads (see the SQL functions for the partition-values, strict,
+    metadata_enable and merge memory switches)."""
+    return HudiTableReader(
+        path,
+        storage_options,
+        filesystems,
+        extract_partition_values_from_path,
+        strict,
+        metadata_enable,
+        memory_merge_max_size,
+        memory_spillable_map_path,
+    )
 
 
-def read_snapshot(path: str, as_of: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None, strict: bool = False, metadata_enable: bool = True, filters: FilterSpec = None) -> pa.RecordBatchReader:
+def read_snapshot(path: str, as_of: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None, strict: bool = False, metadata_enable: bool = True, filters: FilterSpec = None, memory_merge_max_size: int | str | None = None, memory_spillable_map_path: str | None = None) -> pa.RecordBatchReader:
     """Latest (or as-of) snapshot of a table as a ``pyarrow.RecordBatchReader``."""
-    reader = open_table(path, storage_options, filesystems, strict=strict, metadata_enable=metadata_enable)
+    reader = open_table(path, storage_options, filesystems, strict=strict, metadata_enable=metadata_enable,
+                        memory_merge_max_size=memory_merge_max_size, memory_spillable_map_path=memory_spillable_map_path)
     return reader.snapshot(as_of, columns, filter, filters)
 
 
@@ -264,10 +284,11 @@ def read_read_optimized(path: str, as_of: str | None = None, columns: Sequence[s
     return reader.read_optimized(as_of, columns, filter, filters)
 
 
-def read_incremental(path: str, begin_time: str | None = None, end_time: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None, strict: bool = False, metadata_enable: bool = True, filters: FilterSpec = None) -> pa.RecordBatchReader:
+def read_incremental(path: str, begin_time: str | None = None, end_time: str | None = None, columns: Sequence[str] | None = None, filter: str | None = None, storage_options: dict[str, Any] | None = None, filesystems: list[Any] | None = None, strict: bool = False, metadata_enable: bool = True, filters: FilterSpec = None, memory_merge_max_size: int | str | None = None, memory_spillable_map_path: str | None = None) -> pa.RecordBatchReader:
     """Records committed in ``(begin_time, end_time]`` as a ``pyarrow.RecordBatchReader``
     (``begin_time`` None, ``'000'`` or ``'earliest'``: from the first commit)."""
-    reader = open_table(path, storage_options, filesystems, strict=strict, metadata_enable=metadata_enable)
+    reader = open_table(path, storage_options, filesystems, strict=strict, metadata_enable=metadata_enable,
+                        memory_merge_max_size=memory_merge_max_size, memory_spillable_map_path=memory_spillable_map_path)
     return reader.incremental(begin_time, end_time, columns, filter, filters)
 
 

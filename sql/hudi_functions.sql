@@ -29,29 +29,38 @@
 -- Only rows passing every term are returned, and with a metadata table the
 -- files its column_stats / partition_stats rule out are never opened.
 
+-- memory_merge_max_size (Hudi's hoodie.memory.merge.max.size; default 1GiB)
+-- and memory_spillable_map_path (hoodie.memory.spillable.map.path; default the
+-- temporary folder): a file slice whose decoded log records pass the size is
+-- merged from spill files in that folder, with DuckDB's memory_limit set to it.
+
 -- Latest snapshot, or the table as of an instant time.
 CREATE OR REPLACE TEMP MACRO hudi_snapshot(path, as_of := NULL, extract_partition_values_from_path := true,
-                                      strict := false, metadata_enable := true, filters := NULL) AS TABLE
+                                      strict := false, metadata_enable := true, filters := NULL,
+                                      memory_merge_max_size := NULL, memory_spillable_map_path := NULL) AS TABLE
     SELECT * FROM query(hudi_duck_read('snapshot', path, CAST(as_of AS VARCHAR), NULL,
                                        CAST(extract_partition_values_from_path AS BOOLEAN), CAST(strict AS BOOLEAN),
-                                       CAST(metadata_enable AS BOOLEAN), CAST(filters AS VARCHAR)));
+                                       CAST(metadata_enable AS BOOLEAN), CAST(filters AS VARCHAR),
+                                       CAST(memory_merge_max_size AS VARCHAR), CAST(memory_spillable_map_path AS VARCHAR)));
 
 -- Base files only (merge-on-read tables without their logs; no log block is read).
 CREATE OR REPLACE TEMP MACRO hudi_read_optimized(path, as_of := NULL, extract_partition_values_from_path := true,
                                             metadata_enable := true, filters := NULL) AS TABLE
     SELECT * FROM query(hudi_duck_read('read_optimized', path, CAST(as_of AS VARCHAR), NULL,
                                        CAST(extract_partition_values_from_path AS BOOLEAN), false,
-                                       CAST(metadata_enable AS BOOLEAN), CAST(filters AS VARCHAR)));
+                                       CAST(metadata_enable AS BOOLEAN), CAST(filters AS VARCHAR), NULL, NULL));
 
 -- Records whose commit falls in (begin_time, end_time]. begin_time '000' (or
 -- '0', or 'earliest') or NULL: from the first commit, archived ones included;
 -- end_time '000': before every commit (an empty window); NULL: the latest.
 CREATE OR REPLACE TEMP MACRO hudi_incremental(path, begin_time := NULL, end_time := NULL,
                                          extract_partition_values_from_path := true, strict := false,
-                                         metadata_enable := true, filters := NULL) AS TABLE
+                                         metadata_enable := true, filters := NULL,
+                                         memory_merge_max_size := NULL, memory_spillable_map_path := NULL) AS TABLE
     SELECT * FROM query(hudi_duck_read('incremental', path, CAST(begin_time AS VARCHAR), CAST(end_time AS VARCHAR),
                                        CAST(extract_partition_values_from_path AS BOOLEAN), CAST(strict AS BOOLEAN),
-                                       CAST(metadata_enable AS BOOLEAN), CAST(filters AS VARCHAR)));
+                                       CAST(metadata_enable AS BOOLEAN), CAST(filters AS VARCHAR),
+                                       CAST(memory_merge_max_size AS VARCHAR), CAST(memory_spillable_map_path AS VARCHAR)));
 
 -- One row per instant of the timeline.
 CREATE OR REPLACE TEMP MACRO hudi_timeline(path) AS TABLE

@@ -29,7 +29,6 @@ import hashlib
 import hmac
 import logging
 import os
-import re
 import tempfile
 import threading
 import time
@@ -37,10 +36,12 @@ import uuid
 from collections import OrderedDict
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from ..core.config.read_settings import parse_size
 
 try:
     import fcntl
@@ -77,24 +78,6 @@ _written: dict[str, int] = {}
 
 
 # -- configuration ------------------------------------------------------------------------------
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)b?\s*$", re.IGNORECASE)
-
-
-def parse_size(value: int | str) -> int:
-    """Bytes of ``2147483648``, ``'2GiB'``, ``'500 MB'``, ``'1.5g'`` (``k``/``m``/``g``/``t``, 1000 or 1024 with ``i``)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value < 0:
-            raise ValueError(f"a cache size cannot be negative: {value}")
-        return value
-    match = _SIZE.match(str(value))
-    if not match:
-        raise ValueError(f"not a size: {value!r} (use bytes, or e.g. '2GiB', '500MB')")
-    number, unit, binary = float(match.group(1)), match.group(2).lower(), bool(match.group(3))
-    if not unit:
-        return int(number)
-    return int(number * (1024 if binary else 1000) ** ("kmgt".index(unit) + 1))
-
 
 def set_max_bytes(value: int | str | None) -> None:
     """Bound the cache folder (bytes or e.g. ``'2GiB'``); None: ``HUDI_DUCK_CACHE_MAX_BYTES`` or 2 GiB."""
@@ -299,6 +282,76 @@ def touch(path: str, st: os.stat_result | None = None) -> None:
 def write_parquet(table: pa.Table, path: str | Path, key: str) -> None:
     """Write ``table`` as sealed entry ``key`` so concurrent readers see all of it or nothing."""
     write_bytes(seal_parquet(table, key), path, key)
+
+
+def write_parquet_batches(schema: pa.Schema, batches: Iterable[pa.RecordBatch], path: str | Path, key: str) -> None:
+    """Write batches as sealed entry ``key`` without holding the rows or the file in memory: the
+    parquet file is written to a temporary name, hashed from disk, sealed in place and renamed."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        try:
+            writer = pq.ParquetWriter(str(tmp), schema, compression="zstd", compression_level=1)
+        except FileNotFoundError:  # the folder was removed while this process ran
+            path.parent.mkdir(parents=True, exist_ok=True)
+            writer = pq.ParquetWriter(str(tmp), schema, compression="zstd", compression_level=1)
+        with writer:
+            for table in _row_groups(schema, batches):
+                writer.write_table(table)
+            writer.add_key_value_metadata({_ENTRY_KEY: f"{key}:{_UNSEALED.decode()}"})
+        st = _seal_file(tmp, key)
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink(str(tmp))
+        raise
+    _remember(str(path), st, key)
+    _wrote(path.parent, st.st_size)
+
+
+#: rows a streamed entry gathers into one row group (about what ``write_table`` makes)
+_STREAM_ROW_GROUP = 128 * 1024
+
+
+def _row_groups(schema: pa.Schema, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Table]:
+    pending: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in batches:
+        pending.append(batch)
+        rows += batch.num_rows
+        if rows >= _STREAM_ROW_GROUP:
+            yield pa.Table.from_batches(pending, schema=schema)
+            pending, rows = [], 0
+    if pending or rows == 0:
+        yield pa.Table.from_batches(pending, schema=schema)
+
+
+def _seal_file(path: Path, key: str) -> os.stat_result:
+    """Put the SHA-256 of the file (digest place zeroed) into its footer, reading it in chunks."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        size = os.fstat(fd).st_size
+        footer = int.from_bytes(os.pread(fd, 4, size - 8), "little")
+        start = size - 8 - footer
+        needle = f"{key}:".encode()
+        found = os.pread(fd, footer, start).rfind(needle)
+        if found < 0:  # pragma: no cover - the writer dropped the metadata
+            raise RuntimeError(f"cache entry {key}: parquet footer metadata was not written")
+        at = start + found + len(needle)
+        h = hashlib.sha256()
+        pos = 0
+        while pos < size:
+            chunk = os.pread(fd, min(8 * 1024**2, size - pos), pos)
+            if not chunk:  # pragma: no cover - the file shrank under us
+                raise OSError(f"{path}: short read while sealing")
+            lo, hi = max(at - pos, 0), min(at + _DIGEST_LEN - pos, len(chunk))
+            if lo < hi:
+                chunk = chunk[:lo] + _UNSEALED[: hi - lo] + chunk[hi:]
+            h.update(chunk)
+            pos += len(chunk)
+        os.pwrite(fd, h.hexdigest().encode(), at)
+        return os.fstat(fd)
+    finally:
+        os.close(fd)
 
 
 def write_bytes(data: bytes, path: str | Path, key: str | None = None) -> None:

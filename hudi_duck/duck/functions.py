@@ -9,6 +9,7 @@ from typing import Any
 
 import duckdb
 
+from ..core.config.read_settings import MergeMemory
 from ..core.errors import HudiError
 from ..core.storage.storage import get_storage, options_for
 from . import inspect as inspection
@@ -21,7 +22,7 @@ PLAN_FUNCTION = "hudi_duck_plan"
 #: ``hudi_duck_plan`` for the inspection functions that list files, plus ``metadata_enable``.
 INSPECT_FUNCTION = "hudi_duck_inspect"
 #: The reads' planner: ``hudi_duck_plan``'s arguments plus read options (``strict``,
-#: ``metadata_enable``, ``filters``).
+#: ``metadata_enable``, ``filters``, the merge's memory budget and spill folder).
 READ_FUNCTION = "hudi_duck_read"
 
 
@@ -90,12 +91,18 @@ class _Planner:
         strict: bool | None,
         metadata_enable: bool | None = True,
         filters: str | None = None,
+        merge_max_size: str | None = None,
+        spill_path: str | None = None,
     ) -> str:
         """``hudi_duck_read``: SQL of a snapshot, read-optimized or incremental read."""
         if path is None:
             raise HudiError(f"hudi_{kind or 'read'}: the table path is NULL")
         if kind not in ("snapshot", "read_optimized", "incremental"):
             raise HudiError(f"unknown Hudi read kind {kind!r}")
+        try:
+            memory = MergeMemory.of(merge_max_size, spill_path)
+        except ValueError as exc:
+            raise HudiError(f"hudi_{kind} {path}: {exc}") from None
         options = self._options_for(path)
         self.reads.prepare(get_storage(path, options))
         with self.lock:
@@ -109,6 +116,7 @@ class _Planner:
                 strict is True,
                 metadata_enable is not False,
                 filters,
+                memory,
             )
 
     def _options_for(self, path: str) -> dict[str, Any]:
@@ -170,7 +178,7 @@ def register(
     con.create_function(
         READ_FUNCTION,
         planner.read,
-        ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "BOOLEAN", "BOOLEAN", "BOOLEAN", "VARCHAR"],
+        ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "BOOLEAN", "BOOLEAN", "BOOLEAN", "VARCHAR", "VARCHAR", "VARCHAR"],
         "VARCHAR",
         null_handling="special",
         exception_handling="default",

@@ -34,7 +34,7 @@ import secrets
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -46,7 +46,7 @@ from ..core.errors import HudiError
 from ..core.file_group.file_slice import FileSlice
 from ..core.file_group.log_scanner import SkippedBlock, report_skipped_blocks
 from ..core.file_group.reader import SliceLogMerge, SliceReadContext, corrupt_blocks
-from .merge import merge_slice_logs, merge_slices
+from .merge import SpilledRows, merge_slice_logs, merge_slices
 from ..core.table.read_plan import ReadPlan, digest_of
 from . import cache, progress as progress_line
 from .progress import MergeProgress, clear_line
@@ -322,23 +322,38 @@ class SliceJob:
 
     def _merge(self, state: PlanState) -> None:
         merged = merge_group(state, self.key)
-        log_rows = [m.log_rows for _, m in merged]
-        cache.write_parquet(
-            pa.concat_tables(log_rows) if len(log_rows) > 1 else log_rows[0], self.logrows_file, f"{self.key}.logrows"
-        )
-        members, rows = [], []
-        for member, outcome in merged:
-            dropped_rows = sorted(outcome.dropped_base_rows)
-            members.extend([member] * len(dropped_rows))
-            rows.extend(dropped_rows)
+        try:
+            self._write_logrows([m.log_rows for _, m in merged])
+        finally:
+            for _, m in merged:
+                if isinstance(m.log_rows, SpilledRows):
+                    m.log_rows.release()
+        # each member's rows sorted, its name once (dictionary-encoded): no Python object per row
+        rows = [np.sort(np.asarray(outcome.dropped_base_rows, dtype=np.int64)) for _, outcome in merged]
+        members = np.repeat(np.arange(len(merged), dtype=np.int32), [len(r) for r in rows])
         skipped_blocks = [b for _, m in merged for b in m.skipped_blocks]
         skipped = json.dumps([b.to_dict() for b in skipped_blocks])
-        dropped = pa.table({"slice": pa.array(members, pa.string()), "row": pa.array(rows, pa.int64())})
+        names = pa.DictionaryArray.from_arrays(pa.array(members), pa.array([member for member, _ in merged], pa.string()))
+        row_values = np.concatenate(rows) if rows else np.empty(0, np.int64)
+        dropped = pa.table({"slice": names, "row": pa.array(row_values, pa.int64())})
         dropped = dropped.replace_schema_metadata({_SKIPPED_KEY: skipped.encode()})
         cache.write_parquet(dropped, self.dropped_file, f"{self.key}.dropped")
         self.skipped = skipped_blocks
         self.members = _split_members(dropped, self.key)
         self.dropped = np.asarray(dropped.column("row").to_numpy(), dtype=np.int64)
+
+    def _write_logrows(self, log_rows: list) -> None:
+        """The merged log rows as one cache entry; rows a merge left in spill files are streamed."""
+        name = f"{self.key}.logrows"
+        if any(isinstance(rows, SpilledRows) for rows in log_rows):
+            cache.write_parquet_batches(log_rows[0].schema, _logrows_batches(log_rows), self.logrows_file, name)
+        else:
+            cache.write_parquet(pa.concat_tables(log_rows) if len(log_rows) > 1 else log_rows[0], self.logrows_file, name)
+
+
+def _logrows_batches(log_rows: list) -> Iterator[pa.RecordBatch]:
+    for rows in log_rows:
+        yield from rows.to_batches()
 
 
 def _split_members(dropped: pa.Table, job_key: str) -> dict[str, np.ndarray]:

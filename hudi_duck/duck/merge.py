@@ -1,24 +1,34 @@
 """Merging one file slice's logs with DuckDB: the core's merge rule as SQL, run on columns.
 
-The log records of a slice are decoded to Arrow (``reader.scan_log_columns``)
-and the fold (each key's latest record, deletes, base rows replaced) runs as
-one DuckDB query rendered by ``core.merge.sql``: DuckDB sorts and joins in
-parallel and spills. Python only plans; no record key becomes a Python object.
-Slices the rendering cannot express (binary ordering columns) take the
-core's own merge.
+The log records of a slice are decoded to Arrow a block (or a run of a large
+block's records) at a time (``reader.iter_log_parts``) and the fold (each key's
+latest record, deletes, base rows replaced) runs as one DuckDB query rendered
+by ``core.merge.sql``: DuckDB sorts and joins in parallel and spills. Python
+only plans; no record key becomes a Python object. A merge whose decoded
+records pass its memory budget (``hoodie.memory.merge.max.size``) spills them
+to parquet files and folds those (:class:`Spill`). Slices the rendering cannot
+express (binary ordering columns) take the core's own merge.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import socket
+import tempfile
 import threading
-from typing import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Sequence
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-from ..core.errors import UnsupportedFeatureError
+from ..core.config.read_settings import MERGE_MAX_SIZE, SPILLABLE_MAP_PATH, MergeMemory
+from ..core.errors import HudiError, UnsupportedFeatureError
 from ..core.file_group import reader as core_reader
 from ..core.file_group.file_slice import FileSlice
 from ..core.file_group.reader import (
@@ -31,9 +41,13 @@ from ..core.file_group.reader import (
     ENTRY_SEQ,
     SliceLogMerge,
     SliceReadContext,
+    entry_schema,
+    iter_base_keys,
+    iter_log_parts,
     read_base_keys,
-    scan_log_columns,
+    scan_stats,
 )
+from ..core.file_group.log_scanner import SkippedBlock, scan_slice_logs
 from ..core.merge.ordering import EngineOrdering, engine_column, engine_ordering
 from ..core.merge.sql import base_survives_sql, latest_log_records_sql, log_ranks_sql
 
@@ -113,6 +127,11 @@ def _base_relation(ctx: SliceReadContext, slice_: FileSlice, index: int, orderin
     keys, order = read_base_keys(ctx, slice_)
     if keys is None:
         keys = pa.array([], pa.string())
+    return _base_table(index, keys, order, ordering_type, 0)
+
+
+def _base_table(index: int, keys: pa.Array, order: pa.Array | None, ordering_type: pa.DataType, first: int) -> pa.Table:
+    """The ``base`` relation of base rows ``first ..`` of slice ``index``."""
     n = len(keys)
     ordering = engine_column(order).cast(ordering_type) if order is not None else pa.nulls(n, ordering_type)
     return pa.table(
@@ -120,7 +139,7 @@ def _base_relation(ctx: SliceReadContext, slice_: FileSlice, index: int, orderin
             "base_slice": pa.array(np.full(n, index, dtype=np.int32)),
             "base_key": keys.cast(pa.string()),
             "base_ordering": ordering,
-            "base_row": pa.array(np.arange(n, dtype=np.int64)),
+            "base_row": pa.array(np.arange(first, first + n, dtype=np.int64)),
         }
     )
 
@@ -132,26 +151,105 @@ def _sorted_rows(rows: pa.ChunkedArray, where: pa.ChunkedArray) -> np.ndarray:
 
 
 def merge_slice_logs(ctx: SliceReadContext, slice_: FileSlice) -> SliceLogMerge:
-    """Decide the rows of a slice with logs (base rows to drop, log rows to add) in DuckDB."""
+    """Decide the rows of a slice with logs (base rows to drop, log rows to add) in DuckDB.
+
+    A merge that spilled returns its log rows as :class:`SpilledRows`: the caller
+    reads them (``to_batches``) and then releases them (``release``)."""
     return merge_slices(ctx, [slice_])[0]
 
 
 def merge_slices(ctx: SliceReadContext, slices: Sequence[FileSlice]) -> list[SliceLogMerge]:
-    """Merge several slices' logs in one DuckDB query (each slice folds on its own)."""
+    """Merge several slices' logs in one DuckDB query (each slice folds on its own).
+
+    Decoded log records stay in memory while they fit in a quarter of the read's
+    ``hoodie.memory.merge.max.size``; past it they go to parquet files in a
+    spill folder (``hoodie.memory.spillable.map.path``) and the fold runs in
+    DuckDB over those files with half the budget as its ``memory_limit`` (DuckDB
+    spills there too). The spill folder is removed on every error, and by
+    ``release`` once the winning rows are read."""
     try:
         spec = _spec(ctx)
     except UnsupportedFeatureError:
         return [core_reader.merge_slice_logs(ctx, s) for s in slices]
-    scanned = [scan_log_columns(ctx, s) for s in slices]
-    merged = [SliceLogMerge(ctx.schema.empty_table(), [], c.stats, c.skipped) for c in scanned]
-    active = [i for i, c in enumerate(scanned) if c.entries.num_rows]
+    spill = Spill(ctx.memory)
+    try:
+        collected = _collect(ctx, slices, spill)
+        active = [i for i, c in enumerate(collected) if c.records]
+        for i in active:
+            ctx.merge.require_supported(ctx.storage.uri(slices[i].log_files[0].path))
+        if spill.active and active:
+            return _merge_spilled(ctx, slices, collected, active, spec, spill)
+        spill.remove()  # nothing to fold from it
+    except BaseException:
+        spill.remove()
+        raise
+    return _merge_in_memory(ctx, slices, collected, active, spec)
+
+
+@dataclass
+class _Collected:
+    """One slice's decoded log records: in memory, or (once the merge spills) in its spill files."""
+
+    stats: dict[str, int]
+    skipped: list[SkippedBlock]
+    records: int = 0
+    rows: list[pa.Table] = field(default_factory=list)
+    entries: list[pa.Table] = field(default_factory=list)
+
+
+def _collect(ctx: SliceReadContext, slices: Sequence[FileSlice], spill: "Spill") -> list[_Collected]:
+    """Decode every slice's log blocks; spill them all once they pass ``HELD_SHARE`` of the budget."""
+    held = 0
+    collected: list[_Collected] = []
+    for i, slice_ in enumerate(slices):
+        scan = scan_slice_logs(ctx.storage, slice_.log_files, ctx.admit)
+        mine = _Collected({}, scan.skipped)
+        collected.append(mine)
+        for rows, entries in iter_log_parts(ctx, scan):
+            entries = entries.append_column(SLICE, pa.array(np.full(entries.num_rows, i, np.int32)))
+            mine.records += entries.num_rows
+            if not spill.active:
+                held += entries.nbytes + (rows.nbytes if rows is not None else 0)
+                if held > ctx.memory.max_size // HELD_SHARE:
+                    _spill_held(collected, spill)
+            if spill.active:
+                spill.write(ENTRIES, entries)
+                if rows is not None:
+                    spill.write(_rows_name(i), rows)
+            else:
+                mine.entries.append(entries)
+                if rows is not None:
+                    mine.rows.append(rows)
+        mine.stats = scan_stats(scan, mine.records)
+    return collected
+
+
+def _spill_held(collected: list[_Collected], spill: "Spill") -> None:
+    """Start spilling: what the slices hold so far goes to the spill files, in scan order."""
+    spill.start()
+    for j, earlier in enumerate(collected):
+        for table in earlier.entries:
+            spill.write(ENTRIES, table)
+        for table in earlier.rows:
+            spill.write(_rows_name(j), table)
+        earlier.entries, earlier.rows = [], []
+
+
+def _rows_name(index: int) -> str:
+    return f"rows-{index}"
+
+
+def _merge_in_memory(
+    ctx: SliceReadContext,
+    slices: Sequence[FileSlice],
+    collected: list[_Collected],
+    active: list[int],
+    spec: EngineOrdering | None,
+) -> list[SliceLogMerge]:
+    merged = [SliceLogMerge(ctx.schema.empty_table(), [], c.stats, c.skipped) for c in collected]
     if not active:
         return merged
-    for i in active:
-        ctx.merge.require_supported(ctx.storage.uri(slices[i].log_files[0].path))
-    entries = pa.concat_tables(
-        [scanned[i].entries.append_column(SLICE, pa.array(np.full(scanned[i].entries.num_rows, i, np.int32))) for i in active]
-    )
+    entries = pa.concat_tables([t for i in active for t in collected[i].entries])
     ordering_type = entries.schema.field(ENTRY_ORDERING).type
     base = pa.concat_tables([_base_relation(ctx, slices[i], i, ordering_type) for i in active])
     cursor = _cursor()
@@ -167,10 +265,272 @@ def merge_slices(ctx: SliceReadContext, slices: Sequence[FileSlice]) -> list[Sli
         survives = mine.column("survives")
         dropped = _sorted_rows(mine.column("base_row"), pc.invert(survives))
         winners = _sorted_rows(mine.column("log_row"), pc.and_not(pc.invert(mine.column("is_delete")), survives))
-        log_table = scanned[i].log_table
+        rows = collected[i].rows
+        log_table = pa.concat_tables(rows) if rows else ctx.schema.empty_table()
         log_rows = log_table.take(pa.array(winners)) if len(winners) else ctx.schema.empty_table()
-        stats = merged[i].stats
-        stats["dropped_base_rows"] = len(dropped)
-        stats["log_rows"] = log_rows.num_rows
-        merged[i] = SliceLogMerge(log_rows, dropped.tolist(), stats, merged[i].skipped_blocks)
+        merged[i] = _outcome(merged[i], log_rows, dropped)
     return merged
+
+
+def _outcome(merge: SliceLogMerge, log_rows: "pa.Table | SpilledRows", dropped: np.ndarray) -> SliceLogMerge:
+    """The merge's result; a spilled merge keeps its dropped rows as an array (no object per row)."""
+    stats = merge.stats
+    stats["dropped_base_rows"] = len(dropped)
+    stats["log_rows"] = log_rows.num_rows
+    rows = dropped if isinstance(log_rows, SpilledRows) else dropped.tolist()
+    return SliceLogMerge(log_rows, rows, stats, merge.skipped_blocks)
+
+
+# -- merging from spill files ---------------------------------------------------------------------------
+
+ENTRIES = "entries"
+BASE = "base"
+#: Decoded log records a merge holds in memory are at most this share of its budget (past it they
+#: spill); the decoding itself, the fold's results and the winning rows on their way to the cache
+#: take the rest. A spilled fold runs in DuckDB with ``DUCKDB_SHARE`` of the budget.
+HELD_SHARE = 4
+DUCKDB_SHARE = 2
+#: rows per row group of spilled log rows: the winners are taken a row group at a time
+SPILL_ROW_GROUP = 64 * 1024
+#: DuckDB needs a few blocks per thread to run the fold at all
+MIN_DUCKDB_MEMORY = 64 * 1024**2
+SPILL_PREFIX = "hudi-duck-spill-"
+
+
+class Spill:
+    """A merge's spill folder (``hoodie.memory.spillable.map.path``): decoded log records and base
+    keys as parquet files, and DuckDB's own temporary files. Created on first need, removed whole."""
+
+    def __init__(self, memory: MergeMemory):
+        self.memory = memory
+        self.folder: Path | None = None
+        self._writers: dict[str, pq.ParquetWriter] = {}
+        self._users = 0
+
+    @property
+    def active(self) -> bool:
+        return self.folder is not None
+
+    def start(self) -> Path:
+        parent = Path(self.memory.spill_folder)
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            self.folder = Path(tempfile.mkdtemp(prefix=f"{_spill_prefix()}{os.getpid()}-", dir=parent))
+        except OSError as exc:
+            raise self.error(parent, exc) from exc
+        _remove_orphans(parent)
+        return self.folder
+
+    def path(self, name: str) -> Path:
+        assert self.folder is not None
+        return self.folder / f"{name}.parquet"
+
+    def write(self, name: str, table: pa.Table) -> None:
+        """Append ``table`` to the spill file ``name``."""
+        try:
+            writer = self._writers.get(name)
+            if writer is None:
+                writer = self._writers[name] = pq.ParquetWriter(self.path(name), table.schema, compression="lz4")
+            writer.write_table(table, row_group_size=SPILL_ROW_GROUP)
+        except OSError as exc:
+            raise self.error(self.path(name), exc) from exc
+
+    def finish(self) -> None:
+        """Close the spill files (their footers written), so they can be read."""
+        writers, self._writers = self._writers, {}
+        for name, writer in writers.items():
+            try:
+                writer.close()
+            except OSError as exc:
+                raise self.error(self.path(name), exc) from exc
+
+    def share(self, users: int) -> None:
+        """The folder is removed once ``users`` holders of its rows have released them."""
+        self._users = users
+
+    def release(self) -> None:
+        self._users -= 1
+        if self._users <= 0:
+            self.remove()
+
+    def remove(self) -> None:
+        """Remove the folder and everything in it (also after a failure)."""
+        for writer in self._writers.values():
+            try:
+                writer.close()
+            except Exception:  # the folder goes anyway
+                pass
+        self._writers = {}
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+
+    def error(self, where: Path, exc: BaseException) -> HudiError:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return HudiError(
+            f"hudi-duck cannot spill a file slice merge to {where}: {reason}. The merge's decoded log records "
+            f"passed {MERGE_MAX_SIZE} ({self.memory.max_size} bytes); set {SPILLABLE_MAP_PATH} "
+            "(memory_spillable_map_path) to a writable folder with free space, or raise "
+            f"{MERGE_MAX_SIZE} (memory_merge_max_size)"
+        )
+
+
+def _spill_prefix() -> str:
+    """Spill folders are named for their host and process, so orphans can be told apart."""
+    host = "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:40] or "host"
+    return f"{SPILL_PREFIX}{host}-"
+
+
+def _remove_orphans(parent: Path) -> None:
+    """Remove spill folders of this host's processes that died while merging (they could not)."""
+    prefix = _spill_prefix()
+    try:
+        names = [n for n in os.listdir(parent) if n.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(prefix) :].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        shutil.rmtree(parent / name, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's live process
+        return True
+    return True
+
+
+@dataclass
+class SpilledRows:
+    """The winning log rows of one slice, still in its spill file: taken a row group at a time.
+
+    Quacks like the ``pa.Table`` an in-memory merge returns (``schema``, ``num_rows``,
+    ``to_batches``); ``release`` removes the spill folder."""
+
+    schema: pa.Schema
+    path: Path
+    winners: np.ndarray  # row numbers in the spill file, ascending
+    spill: Spill
+    released: bool = False
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.winners)
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        if not len(self.winners):
+            return
+        parquet = pq.ParquetFile(self.path)
+        offset = 0
+        for group in range(parquet.num_row_groups):
+            n = parquet.metadata.row_group(group).num_rows
+            lo, hi = np.searchsorted(self.winners, [offset, offset + n])
+            if hi > lo:
+                taken = parquet.read_row_group(group).take(pa.array(self.winners[lo:hi] - offset))
+                for batch in taken.to_batches():
+                    yield pa.RecordBatch.from_arrays(batch.columns, schema=self.schema)
+            offset += n
+
+    def release(self) -> None:
+        """Done with these rows: the spill folder goes once every slice of the merge released its rows."""
+        if not self.released:
+            self.released = True
+            self.spill.release()
+
+
+def _merge_spilled(
+    ctx: SliceReadContext,
+    slices: Sequence[FileSlice],
+    collected: list[_Collected],
+    active: list[int],
+    spec: EngineOrdering | None,
+    spill: Spill,
+) -> list[SliceLogMerge]:
+    """The fold in DuckDB over the spill files, with DuckDB's memory bounded and spilling to the
+    same folder; only the row numbers it decides come back to Python."""
+    ordering_type = entry_schema(ctx).field(ENTRY_ORDERING).type
+    spill.write(BASE, _base_table(0, pa.array([], pa.string()), None, ordering_type, 0))  # the file's schema
+    for i in active:
+        first = 0
+        for keys, order in iter_base_keys(ctx, slices[i], SPILL_ROW_GROUP):
+            spill.write(BASE, _base_table(i, keys, order, ordering_type, first))
+            first += len(keys)
+    spill.finish()
+    dropped, winners = _fold_spilled(ctx, spec, spill, active)
+    merged = [SliceLogMerge(ctx.schema.empty_table(), [], c.stats, c.skipped) for c in collected]
+    spill.share(len(active))
+    for i in active:
+        log_rows = SpilledRows(ctx.schema, spill.path(_rows_name(i)), winners[i], spill)
+        merged[i] = _outcome(merged[i], log_rows, dropped[i])
+    return merged
+
+
+def _fold_spilled(
+    ctx: SliceReadContext, spec: EngineOrdering | None, spill: Spill, active: list[int]
+) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """Dropped base rows and winning log rows of each slice, from the fold over the spill files."""
+    assert spill.folder is not None
+    limit = max(ctx.memory.max_size // DUCKDB_SHARE, MIN_DUCKDB_MEMORY)
+    con = duckdb.connect(
+        config={
+            "memory_limit": f"{limit}B",
+            "temp_directory": str(spill.folder / "duckdb"),
+            "preserve_insertion_order": False,
+        }
+    )
+    con.execute("SET enable_progress_bar = false")
+    dropped: dict[int, list[np.ndarray]] = {i: [] for i in active}
+    winners: dict[int, list[np.ndarray]] = {i: [] for i in active}
+    try:
+        for name in (ENTRIES, BASE):
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({_literal(spill.path(name))})")
+        reader = _reader(con.sql(merge_sql(ctx, spec)))
+        try:
+            for batch in reader:
+                _split(batch, dropped, winners)
+        finally:
+            reader.close()
+            del reader
+    except duckdb.Error as exc:
+        raise spill.error(spill.folder, exc) from exc
+    finally:
+        con.close()
+    return (
+        {i: np.sort(np.concatenate(v)) if v else np.empty(0, np.int64) for i, v in dropped.items()},
+        {i: np.sort(np.concatenate(v)) if v else np.empty(0, np.int64) for i, v in winners.items()},
+    )
+
+
+def _split(batch: pa.RecordBatch, dropped: dict[int, list[np.ndarray]], winners: dict[int, list[np.ndarray]]) -> None:
+    """File a batch of the fold's outcome under its slices: base rows that go, log rows that win."""
+    slices = batch.column("slice").to_numpy(zero_copy_only=False)
+    survives = pc.fill_null(batch.column("survives"), False).to_numpy(zero_copy_only=False)
+    deletes = pc.fill_null(batch.column("is_delete"), False).to_numpy(zero_copy_only=False)
+    base_rows = batch.column("base_row")
+    log_rows = batch.column("log_row")
+    has_base = pc.is_valid(base_rows).to_numpy(zero_copy_only=False)
+    has_log = pc.is_valid(log_rows).to_numpy(zero_copy_only=False)
+    base_values = pc.fill_null(base_rows, 0).to_numpy(zero_copy_only=False)
+    log_values = pc.fill_null(log_rows, 0).to_numpy(zero_copy_only=False)
+    for i in np.unique(slices):
+        mine = slices == i
+        dropped[int(i)].append(base_values[mine & has_base & ~survives].astype(np.int64))
+        winners[int(i)].append(log_values[mine & has_log & ~deletes & ~survives].astype(np.int64))
+
+
+def _reader(relation: duckdb.DuckDBPyRelation) -> pa.RecordBatchReader:
+    """The rows of a query a batch at a time (DuckDB 1.x and 2.x spell it differently)."""
+    for name in ("to_arrow_reader", "fetch_arrow_reader", "fetch_record_batch"):
+        method = getattr(relation, name, None)
+        if method is not None:
+            return method(SPILL_ROW_GROUP)
+    raise AttributeError("this DuckDB version offers no Arrow reader on query results")
+
+
+def _literal(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"

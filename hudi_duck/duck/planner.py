@@ -10,6 +10,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.config.read_settings import MergeMemory
 from ..core.table.read_plan import (
     ReadOptions,
     ReadPlan,
@@ -183,13 +184,18 @@ def plan_sql(
     strict: bool = False,
     metadata_enable: bool = True,
     filters: FilterSpec = None,
+    merge_memory: MergeMemory = MergeMemory(),
 ) -> str:
     """SQL of ``hudi_<kind>(path, ...)``; ``options`` are the storage options, ``values_from_path``
     Hudi's ``hoodie.datasource.read.extract.partition.values.from.path``, ``metadata_enable``
-    Hudi's ``hoodie.metadata.enable``, ``filters`` the read's filters (see ``core/table/filters.py``)."""
+    Hudi's ``hoodie.metadata.enable``, ``filters`` the read's filters (see ``core/table/filters.py``),
+    ``merge_memory`` Hudi's ``hoodie.memory.merge.max.size`` and ``hoodie.memory.spillable.map.path``."""
     check_times(kind, path, first, second)
     read_options = ReadOptions(
-        extract_partition_values_from_path=values_from_path, strict=strict, metadata_enable=metadata_enable
+        extract_partition_values_from_path=values_from_path,
+        strict=strict,
+        metadata_enable=metadata_enable,
+        merge_memory=merge_memory,
     )
     key = _PlanKey(
         kind, path, first, second, repr(sorted((k, repr(v)) for k, v in options.items())), read_options, repr(filters)

@@ -11,10 +11,11 @@ import datetime as _dt
 import functools
 import io
 import json
+import mmap
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import fastavro
 import pyarrow as pa
@@ -151,6 +152,71 @@ def decode_data_block(block: LogBlock, target: pa.Schema) -> pa.Table:
     else:
         raise ValueError(f"not a data block: {block.block_type.name}")
     return align_to_schema(table, target, source)
+
+
+def iter_data_block(block: LogBlock, target: pa.Schema, piece_bytes: int) -> Iterator[pa.Table]:
+    """Rows of a data block shaped like ``target``, in pieces: an Avro block larger than
+    ``piece_bytes`` is decoded a run of records at a time (each run re-framed as a block of its
+    own), so a merge never holds a large block decoded whole."""
+    if block.block_type is not BlockType.AVRO_DATA_BLOCK or len(block.content) <= piece_bytes or not block.schema:
+        yield decode_data_block(block, target)
+        return
+    source = f"{block.file_path}@{block.offset}"
+    count = _avro_block_count(block.content, source)
+    if count < COMPILED_MIN_RECORDS:
+        yield decode_data_block(block, target)
+        return
+    content = memoryview(block.content)
+    for start, end, n in _avro_runs(content, count, piece_bytes, source):
+        piece = struct.pack(">ii", DATA_BLOCK_VERSION, n) + content[start:end]
+        _release_pages(block, start, end)
+        yield _decode_run(block, piece, target)
+
+
+def _release_pages(block: LogBlock, start: int, end: int) -> None:
+    """Let the pages of a memory-mapped block's bytes ``[start, end)`` go (they are read again
+    from the file if needed): a merge then holds one run of a large block, not the block."""
+    mapped = getattr(block.content, "obj", None)
+    if not isinstance(mapped, mmap.mmap) or not hasattr(mapped, "madvise"):
+        return
+    lo = (block.content_offset + start) // mmap.PAGESIZE * mmap.PAGESIZE
+    hi = (block.content_offset + end) // mmap.PAGESIZE * mmap.PAGESIZE
+    if hi > lo:
+        try:
+            mapped.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+@_names_block
+def _decode_run(block: LogBlock, piece: bytes, target: pa.Schema) -> pa.Table:
+    source = f"{block.file_path}@{block.offset}"
+    return align_to_schema(avro_block_table(piece, block.schema or "", source), target, source)
+
+
+def _avro_runs(content: memoryview, count: int, piece_bytes: int, source: str) -> Iterator[tuple[int, int, int]]:
+    """(start, end, records) of consecutive runs of an Avro block's framed records, each about
+    ``piece_bytes`` long, found as they are read; the framing is checked as the
+    record-by-record reader checks it."""
+    unpack = struct.Struct(">i").unpack_from
+    size = len(content)
+    start = pos = 8
+    n = 0
+    for _ in range(count):
+        if pos + 4 > size:
+            raise CorruptFileError(f"{source}: Avro data block ends inside a record length")
+        (length,) = unpack(content, pos)
+        pos += 4 + length
+        if length < 0 or pos > size:
+            raise CorruptFileError(f"{source}: Avro record length {length} runs past the block")
+        n += 1
+        if pos - start >= piece_bytes:
+            yield start, pos, n
+            start, n = pos, 0
+    if pos != size:
+        raise CorruptFileError(f"{source}: Avro data block has {size - pos} bytes after its {count} records")
+    if n:
+        yield start, pos, n
 
 
 def encode_avro_records(records: Iterable[dict[str, Any]], schema_json: str) -> bytes:

@@ -70,15 +70,17 @@ class CommandType(IntEnum):
 
 @dataclass
 class LogBlock:
-    """One block of a log file; ``content`` holds the raw content bytes."""
+    """One block of a log file; ``content`` holds the raw content bytes (for data blocks a
+    read-only view of the file's bytes, which may be memory-mapped)."""
 
     block_type: BlockType
     header: dict[int, str] = field(default_factory=dict)
     footer: dict[int, str] = field(default_factory=dict)
-    content: bytes = b""
+    content: bytes | memoryview = b""
     file_path: str = ""
     offset: int = 0  # offset of the block's magic in the file
     length: int = 0  # bytes from the magic to the end of the reverse pointer
+    content_offset: int = 0  # offset of the content in the file
 
     @property
     def instant_time(self) -> str | None:
@@ -220,12 +222,20 @@ def _parse_block(buf: memoryview, pos: int, end: int, file_path: str, magic_pos:
     pos += 8
     if content_length < 0 or pos + content_length > end:
         raise CorruptFileError(f"{file_path}: block content runs past the block at {magic_pos}")
-    content = bytes(buf[pos : pos + content_length])
+    content_at = pos
+    if block_type in _VIEWED_CONTENT:  # decoded by ranges: no copy of a large block's bytes
+        content = buf[pos : pos + content_length]
+    else:
+        content = bytes(buf[pos : pos + content_length])
     pos += content_length
     footer, pos = _read_map(buf, pos)
     if pos + 8 != end:
         raise CorruptFileError(f"{file_path}: block at {magic_pos} has trailing bytes")
-    return LogBlock(block_type, header, footer, content, file_path, magic_pos, end - magic_pos)
+    return LogBlock(block_type, header, footer, content, file_path, magic_pos, end - magic_pos, content_at)
+
+
+#: Blocks whose ``content`` is a view of the log file's bytes (or of its memory map) rather than a copy.
+_VIEWED_CONTENT = frozenset({BlockType.AVRO_DATA_BLOCK, BlockType.PARQUET_DATA_BLOCK})
 
 
 def read_log_file(data: bytes, file_path: str = "") -> list[LogBlock]:

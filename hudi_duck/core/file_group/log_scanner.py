@@ -18,6 +18,8 @@ Mirrors Hudi's log record reader:
 from __future__ import annotations
 
 import logging
+import mmap
+import os
 import posixpath
 import threading
 from dataclasses import asdict, dataclass, field
@@ -80,8 +82,20 @@ class ScanResult:
 
 def read_blocks(storage: Storage, log_files: Iterable[LogFile]) -> Iterable[LogBlock]:
     for log in sorted(log_files, key=LogFile.sort_key):
-        data = storage.read(log.path)
-        yield from read_log_file(data, storage.uri(log.path))
+        yield from read_log_file(_log_bytes(storage, log.path), storage.uri(log.path))
+
+
+def _log_bytes(storage: Storage, rel: str) -> "bytes | mmap.mmap":
+    """A log file's bytes; a local file is memory-mapped, so data blocks are read by ranges
+    (and their pages released, ``log_blocks.iter_data_block``) instead of held whole."""
+    if storage.is_local:
+        try:
+            with open(storage.abs(rel), "rb") as handle:
+                if os.fstat(handle.fileno()).st_size:
+                    return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            pass  # read as bytes (and report a missing file) below
+    return storage.read(rel)
 
 
 def scan_blocks(blocks: Iterable[LogBlock], admit: Callable[[str], bool]) -> ScanResult:

@@ -10,13 +10,14 @@ applies it in Arrow for the Python API and for compaction.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..config.read_settings import MergeMemory
 from ..config.table_config import PROPERTIES_FILE
 from ..errors import CorruptFileError
 from ..merge.fold import LogEntry, fold_log_records, merge_with_base
@@ -34,9 +35,9 @@ from ..schema.evolution import align_to_schema
 from ..schema.meta_fields import IS_DELETED, OPERATION, RECORD_KEY
 from ..storage.storage import Storage
 from .file_slice import FileSlice
-from .log_blocks import decode_data_block, decode_delete_block
+from .log_blocks import decode_data_block, decode_delete_block, iter_data_block
 from .log_format import BlockType
-from .log_scanner import SkippedBlock, report_skipped_blocks, scan_slice_logs
+from .log_scanner import ScanResult, SkippedBlock, report_skipped_blocks, scan_slice_logs
 
 if TYPE_CHECKING:
     from ..keygen.generators import KeyGenerator
@@ -62,12 +63,14 @@ class SliceReadContext:
     instants: "CommittedInstants | None"
     #: builds record keys of tables without stored keys (None: keys are in ``_hoodie_record_key``)
     key_generator: "KeyGenerator | None" = None
+    #: the memory budget of a merge and its spill folder (the read's ``merge_memory``)
+    memory: MergeMemory = MergeMemory()
 
     @classmethod
     def for_plan(cls, plan: Any) -> "SliceReadContext":
         """The context to read a ``ReadPlan``'s slices (storage opened, key generator built)."""
         key_generator = plan.key_generator.build() if plan.key_generator is not None else None
-        return cls(plan.location.open(), plan.schema, plan.merge, plan.instants, key_generator)
+        return cls(plan.location.open(), plan.schema, plan.merge, plan.instants, key_generator, plan.options.merge_memory)
 
     @classmethod
     def for_table(cls, table: Any, instants: "CommittedInstants | None") -> "SliceReadContext":
@@ -93,7 +96,9 @@ class SliceReadContext:
 class SliceLogMerge:
     """The outcome of merging a slice's logs with its base file."""
 
-    log_rows: pa.Table  # winning log records, in the output schema
+    #: winning log records, in the output schema (an engine that spilled may give an object with
+    #: the same ``schema``, ``num_rows`` and ``to_batches`` that reads them from its spill files)
+    log_rows: pa.Table
     dropped_base_rows: list[int]  # physical row numbers of base rows that disappear
     stats: dict[str, int] = field(default_factory=dict)
     #: corrupt blocks skipped although a read instant's records may be in them
@@ -269,37 +274,61 @@ def _delete_block_entries(block, ctx: SliceReadContext, first_seq: int, schema: 
     )
 
 
-def scan_log_columns(ctx: SliceReadContext, slice_: FileSlice) -> LogColumns:
-    """All admitted log records of a slice and their entries as columns (no Python object per record
-    of a data block)."""
-    scan = scan_slice_logs(ctx.storage, slice_.log_files, ctx.admit)
-    schema = _entry_schema(engine_ordering_type(ctx.schema, ctx.merge.ordering_field))
-    tables: list[pa.Table] = []
-    entries: list[pa.Table] = []
+#: Avro data blocks larger than this share of a merge's budget are decoded a run of records at a time.
+PIECE_SHARE = 32
+
+
+def iter_log_parts(ctx: SliceReadContext, scan: ScanResult) -> Iterator[tuple[pa.Table | None, pa.Table]]:
+    """The admitted log records of a scanned slice, a block (or a run of a large block's records)
+    at a time: its rows in the output schema (None for a delete block) and their entries, numbered
+    across the slice in scan order (no Python object per record of a data block)."""
+    schema = entry_schema(ctx)
+    piece_bytes = max(ctx.memory.max_size // PIECE_SHARE, 1024**2)
     rows = seq = 0
     for block in scan.blocks:
         if block.block_type is BlockType.DELETE_BLOCK:
             part = _delete_block_entries(block, ctx, seq, schema)
-            entries.append(part)
             seq += part.num_rows
+            yield None, part
             continue
-        aligned = decode_data_block(block, ctx.schema)
-        if aligned.num_rows == 0:
-            continue
-        raw = _raw_block_table(block, aligned)
-        entries.append(_data_block_entries(raw, aligned, ctx, rows, seq, schema))
-        tables.append(aligned)
-        rows += aligned.num_rows
-        seq += aligned.num_rows
-    log_table = pa.concat_tables(tables) if tables else ctx.schema.empty_table()
-    entry_table = pa.concat_tables(entries) if entries else schema.empty_table()
-    stats = {
+        for aligned in iter_data_block(block, ctx.schema, piece_bytes):
+            if aligned.num_rows == 0:
+                continue
+            raw = _raw_block_table(block, aligned)
+            entries = _data_block_entries(raw, aligned, ctx, rows, seq, schema)
+            rows += aligned.num_rows
+            seq += aligned.num_rows
+            yield aligned, entries
+
+
+def entry_schema(ctx: SliceReadContext) -> pa.Schema:
+    """The schema of a slice's log entries (``ENTRY_*`` columns)."""
+    return _entry_schema(engine_ordering_type(ctx.schema, ctx.merge.ordering_field))
+
+
+def scan_stats(scan: ScanResult, log_records: int) -> dict[str, int]:
+    """What a merge reports of its log scan."""
+    return {
         "log_blocks": scan.total_blocks,
         "corrupt_blocks": scan.corrupt_blocks,
         "rollback_blocks": scan.rollback_blocks,
-        "log_records": entry_table.num_rows,
+        "log_records": log_records,
     }
-    return LogColumns(log_table, entry_table, stats, scan.skipped)
+
+
+def scan_log_columns(ctx: SliceReadContext, slice_: FileSlice) -> LogColumns:
+    """All admitted log records of a slice and their entries as columns (no Python object per record
+    of a data block)."""
+    scan = scan_slice_logs(ctx.storage, slice_.log_files, ctx.admit)
+    tables: list[pa.Table] = []
+    entries: list[pa.Table] = []
+    for rows, part in iter_log_parts(ctx, scan):
+        entries.append(part)
+        if rows is not None:
+            tables.append(rows)
+    log_table = pa.concat_tables(tables) if tables else ctx.schema.empty_table()
+    entry_table = pa.concat_tables(entries) if entries else entry_schema(ctx).empty_table()
+    return LogColumns(log_table, entry_table, scan_stats(scan, entry_table.num_rows), scan.skipped)
 
 
 def _raw_block_table(block, aligned: pa.Table) -> pa.Table:
@@ -330,18 +359,36 @@ def read_base_keys(ctx: SliceReadContext, slice_: FileSlice) -> tuple[pa.Array |
     """Record keys and ordering values of a slice's base file, in physical row order."""
     if slice_.base_file is None:
         return None, None
-    ordering = ctx.merge.ordering_field
-    wanted = [RECORD_KEY] if ctx.key_of is None else None
     with ctx.storage.open(slice_.base_file.path) as handle:
         parquet = pq.ParquetFile(handle)
-        names = parquet.schema_arrow.names
-        columns = list(wanted) if wanted else list(names)
-        if ordering and ordering in names and ordering not in columns:
-            columns.append(ordering)
-        table = parquet.read(columns=columns)
+        return _base_keys(ctx, parquet.read(columns=_base_key_columns(ctx, parquet)))
+
+
+def iter_base_keys(ctx: SliceReadContext, slice_: FileSlice, batch_rows: int) -> Iterator[tuple[pa.Array, pa.Array | None]]:
+    """``read_base_keys`` a batch of rows at a time (keys, ordering values), for merges that
+    must not hold a large base file's keys at once."""
+    if slice_.base_file is None:
+        return
+    with ctx.storage.open(slice_.base_file.path) as handle:
+        parquet = pq.ParquetFile(handle)
+        for batch in parquet.iter_batches(batch_size=batch_rows, columns=_base_key_columns(ctx, parquet)):
+            yield _base_keys(ctx, pa.Table.from_batches([batch]))
+
+
+def _base_key_columns(ctx: SliceReadContext, parquet: pq.ParquetFile) -> list[str]:
+    ordering = ctx.merge.ordering_field
+    names = parquet.schema_arrow.names
+    columns = [RECORD_KEY] if ctx.key_of is None else list(names)
+    if ordering and ordering in names and ordering not in columns:
+        columns.append(ordering)
+    return columns
+
+
+def _base_keys(ctx: SliceReadContext, table: pa.Table) -> tuple[pa.Array, pa.Array | None]:
     keys = ctx.keys(table)
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks()
+    ordering = ctx.merge.ordering_field
     order = None
     if ordering and ordering in table.column_names and ordering in ctx.schema.names:
         # compared as the reader schema's type (an int column widened to long holds Longs)

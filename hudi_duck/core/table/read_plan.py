@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import pyarrow as pa
 
+from ..config.read_settings import MergeMemory
 from ..errors import TimelineChangedError, TimelineError, UnsupportedFeatureError
 from ..file_group.file_slice import FileSlice
 from ..merge.rules import MergeConfig
@@ -93,6 +94,9 @@ class ReadOptions:
     #: table has one (its ``files`` partition), and skip files with its statistics; the read's
     #: entry points open the table with it (``HudiTable(..., metadata_enable=...)``)
     metadata_enable: bool = True
+    #: ``hoodie.memory.merge.max.size`` and ``hoodie.memory.spillable.map.path``: what one slice
+    #: merge may hold in memory, and where it spills beyond that
+    merge_memory: MergeMemory = MergeMemory()
 
 
 @dataclass(frozen=True)
