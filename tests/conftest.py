@@ -65,9 +65,14 @@ def small_spark(spark):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """Start building the executors' virtualenv at once when a selected test needs it."""
-    if any({"executor_env", "executor_archive"} & set(getattr(item, "fixturenames", ())) for item in items):
-        executor_env.start()
+    """Start building the executors' virtualenv at once when a selected test needs it, and run
+    the modules that need it last, so the build overlaps the rest of the run."""
+    wanted = {"executor_env", "executor_archive"}
+    needing = {item.module.__name__ for item in items if wanted & set(getattr(item, "fixturenames", ()))}
+    if not needing or config.option.collectonly:
+        return
+    executor_env.start()
+    items[:] = [i for i in items if i.module.__name__ not in needing] + [i for i in items if i.module.__name__ in needing]
 
 
 def pytest_sessionfinish(session, exitstatus):

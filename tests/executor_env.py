@@ -8,7 +8,9 @@ before ``test_cluster.py`` instead of adding to the run.
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -39,7 +41,7 @@ class ExecutorEnvBuild:
         with open(self.log, "wb") as out:
             self.process = subprocess.Popen(
                 [sys.executable, "-c", _SCRIPT, str(REPO_ROOT), str(self.env), str(self.archive)],
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             )
 
     def wait(self) -> "ExecutorEnvBuild":
@@ -48,9 +50,11 @@ class ExecutorEnvBuild:
         return self
 
     def remove(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        try:  # the build and the pip it runs
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
         shutil.rmtree(self.root, ignore_errors=True)
 
 
