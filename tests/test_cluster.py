@@ -108,9 +108,11 @@ def _in_terminal(command: list[str], env: dict, cwd: Path) -> str:
     os.close(slave_fd)
     chunks: list[bytes] = []
     deadline = time.monotonic() + JOB_TIMEOUT
+    poller = select.poll()  # (select() refuses descriptors past 1023)
+    poller.register(master_fd, select.POLLIN)
     try:
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([master_fd], [], [], 0.5)
+            ready = poller.poll(500)
             if ready:
                 try:
                     data = os.read(master_fd, 65536)

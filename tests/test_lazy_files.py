@@ -29,3 +29,43 @@ def test_threads_keep_their_own_position(tmp_path):
     assert reader.seek(-4, 2) == 1020 and reader.read() == bytes([252, 253, 254, 255])
     reader.close()
     assert reader.closed
+
+
+def _open_descriptors() -> int:
+    import os
+
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_merged_slice_files_do_not_hold_descriptors_after_queries(fixture_tables):
+    """DuckDB drops the merged-slice files it opened without always closing them; their
+    descriptors must go with them, or a long session runs out of descriptors."""
+    import gc
+
+    import hudi_duck
+
+    path = fixture_tables["quickstart_trips_table/mor/avro/v6_trips_8i1u"]
+    con = hudi_duck.connect()
+    query = f"SELECT count(*) FROM hudi_snapshot('{path}')"
+    expected = con.sql(query).fetchall()
+    gc.collect()
+    before = _open_descriptors()
+    for _ in range(40):
+        assert con.sql(query).fetchall() == expected
+    gc.collect()
+    assert _open_descriptors() - before < 10
+    con.close()
+
+
+def test_a_dropped_reader_closes_its_descriptor(tmp_path):
+    import gc
+
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"x" * 10)
+    gc.collect()
+    before = _open_descriptors()
+    readers = [PositionalReader(str(path)) for _ in range(20)]
+    assert _open_descriptors() == before + 20
+    del readers
+    gc.collect()
+    assert _open_descriptors() == before

@@ -745,6 +745,14 @@ class PositionalReader:
             self.closed = True
             os.close(self._fd)
 
+    def __del__(self) -> None:
+        # DuckDB drops the file objects it opened without always closing them; like Python's own
+        # files, the descriptor goes with the object (else a long session runs out of descriptors)
+        try:
+            self.close()
+        except Exception:  # (at interpreter exit, or an object whose open failed)
+            pass
+
     def __enter__(self):
         return self
 
