@@ -87,16 +87,7 @@ def write(spec: dict) -> dict:
             stats = merge_file(
                 ctx, first.partition_path, first.file_id, first.base_file.path, first.base_instant_time, rows, task
             )
-        if spec.get("started"):
-            ready = Path(spec["started"] + ".tmp")
-            ready.write_text(txn.requested_time)
-            ready.rename(spec["started"])
-        if spec.get("go"):
-            deadline = time.monotonic() + spec.get("wait_seconds", 120)
-            while not Path(spec["go"]).exists():
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"no {spec['go']}")
-                time.sleep(0.05)
+        _hold(spec, txn.requested_time)
         txn.commit(CommitMetadata.of(stats, extra_metadata={"schema": table.avro_schema}, operation_type="UPSERT"))
     outcome["ok"] = True
     outcome["keys"] = rows.column("_hoodie_record_key").cast(pa.string()).to_pylist()

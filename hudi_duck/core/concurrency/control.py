@@ -186,15 +186,22 @@ def refuse_live_run(storage: Storage, instant_time: str, action: str, settings: 
         raise live_run_error(storage, instant_time, action, settings)
 
 
+def _live_heartbeat(storage: Storage, instant_time: str, settings: ConcurrencySettings, unknown: str) -> str:
+    """The part of a refusal that names the live heartbeat, its expiry options and what was left alone."""
+    last = heartbeat.last_heartbeat(storage, instant_time)
+    ago = f"{max(0.0, time.time() - last):.1f}s ago" if last is not None else unknown
+    return (
+        f"its heartbeat {storage.uri(heartbeat.heartbeat_path(instant_time))} beat {ago} (alive for "
+        f"{settings.heartbeat_expiry_seconds:.0f}s: hoodie.client.heartbeat.interval_in_ms x "
+        "hoodie.client.heartbeat.tolerable.misses). It is not rolled back and nothing was written"
+    )
+
+
 def live_run_error(storage: Storage, instant_time: str, action: str, settings: ConcurrencySettings) -> ConcurrentWriteError:
     """Another process runs ``action`` ``instant_time``: names its heartbeat and what to do."""
-    last = heartbeat.last_heartbeat(storage, instant_time)
-    ago = f"{max(0.0, time.time() - last):.1f}s ago" if last is not None else "just now"
     return ConcurrentWriteError(
-        f"{storage.uri()}: {action} {instant_time} is being run by another process: its heartbeat "
-        f"{storage.uri(heartbeat.heartbeat_path(instant_time))} beat {ago} (alive for "
-        f"{settings.heartbeat_expiry_seconds:.0f}s: hoodie.client.heartbeat.interval_in_ms x "
-        "hoodie.client.heartbeat.tolerable.misses). It is not rolled back and nothing was written. Wait for that "
+        f"{storage.uri()}: {action} {instant_time} is being run by another process: "
+        f"{_live_heartbeat(storage, instant_time, settings, 'just now')}. Wait for that "
         "run to finish; if its job died, its heartbeat expires after that time and the next run rolls the attempt "
         "back and runs the plan again"
     )
@@ -202,13 +209,9 @@ def live_run_error(storage: Storage, instant_time: str, action: str, settings: C
 
 def in_flight_error(storage: Storage, instant_time: str, settings: ConcurrencySettings) -> ConcurrentWriteError:
     """The single-writer refusal: names the instant, its heartbeat file and what to do."""
-    last = heartbeat.last_heartbeat(storage, instant_time)
-    ago = f"{max(0.0, time.time() - last):.1f}s ago" if last is not None else "recently"
     return ConcurrentWriteError(
-        f"{storage.uri()}: another writer's instant {instant_time} is in flight: its heartbeat "
-        f"{storage.uri(heartbeat.heartbeat_path(instant_time))} beat {ago} (alive for "
-        f"{settings.heartbeat_expiry_seconds:.0f}s: hoodie.client.heartbeat.interval_in_ms x "
-        "hoodie.client.heartbeat.tolerable.misses). It is not rolled back and nothing was written. Wait for that "
+        f"{storage.uri()}: another writer's instant {instant_time} is in flight: "
+        f"{_live_heartbeat(storage, instant_time, settings, 'recently')}. Wait for that "
         "write to finish (if its job died, its heartbeat expires and the next write rolls it back), or let writers "
         "run side by side with hoodie.write.concurrency.mode=optimistic_concurrency_control and a "
         "hoodie.write.lock.provider"

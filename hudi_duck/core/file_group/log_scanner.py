@@ -93,8 +93,8 @@ def _log_bytes(storage: Storage, rel: str) -> "bytes | mmap.mmap":
             with open(storage.abs(rel), "rb") as handle:
                 if os.fstat(handle.fileno()).st_size:
                     return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError):
-            pass  # read as bytes (and report a missing file) below
+        except (OSError, ValueError):  # not mappable: storage reads it (and names a missing file)
+            return storage.read(rel)
     return storage.read(rel)
 
 
