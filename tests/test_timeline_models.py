@@ -20,7 +20,7 @@ from hudi_duck.core.config.table_config import TableConfig
 from hudi_duck.core.storage.storage import Storage
 from hudi_duck.core.timeline import codec
 from hudi_duck.core.timeline.active import Timeline, payload_class
-from hudi_duck.core.timeline.commit_metadata import CommitMetadata, WriteStat
+from hudi_duck.core.timeline.commit_metadata import CommitMetadata, CommitSummary, WriteStat
 from hudi_duck.core.timeline.instant import Action, Instant, State
 from hudi_duck.core.timeline.plans import (
     CleanerPlan,
@@ -107,6 +107,49 @@ def test_every_fixture_timeline_file_round_trips_byte_for_byte(fixture_tables):
         "HoodieRollbackPlan",
         "HoodieRollbackMetadata",
     } <= set(seen), seen
+
+
+def test_commit_summaries_say_what_the_typed_metadata_says(fixture_tables):
+    """What planning reads of a commit (v6 JSON, v8/v9 Avro) equals the typed record's answer."""
+    kinds = set()
+    for _, path, instant in _timeline_files(fixture_tables):
+        if payload_class(instant) is not CommitMetadata:
+            continue
+        data = path.read_bytes()
+        metadata = CommitMetadata.from_bytes(data)
+        summary = CommitSummary.of_record(codec.decode_record(data, str(path)))
+        expected = [
+            (partition, s.file_id, s.path, max(int(s.file_size_in_bytes or 0), 0), max(int(s.log_offset or 0), 0))
+            for partition, s in metadata.iter_stats()
+        ]
+        got = [(f.partition_path, f.file_id, f.path, f.size, f.log_offset) for f in summary.files]
+        assert got == expected, path
+        assert summary.schema == metadata.schema
+        assert summary.operation_type == metadata.operation_type
+        assert summary.replaced_file_ids() == metadata.replaced_file_ids()
+        assert summary.file_ids() == metadata.file_ids()
+        is_log = [(f.path or "").rsplit("/", 1)[-1].startswith(".") for f in summary.files]
+        kinds.add((data.startswith(codec.AVRO_MAGIC), metadata.is_replace, any(is_log)))
+    assert {k[0] for k in kinds} == {True, False} and any(k[1] for k in kinds) and any(k[2] for k in kinds), kinds
+
+
+def test_a_commit_summary_is_decoded_once_per_process_and_never_from_other_bytes(tmp_path):
+    """Tables opened again share summaries of identical commit files; a file whose bytes changed
+    (same name, same size) is decoded afresh."""
+    from hudi_duck.core.timeline import active
+
+    def commit_bytes(size: int) -> bytes:
+        stat = WriteStat(file_id="f1", path=f"p/f1_0-1-0_20240101000000000.parquet", partition_path="p", file_size_in_bytes=size)
+        return CommitMetadata.of([stat], operation_type="INSERT").to_bytes(6)
+
+    first, second = commit_bytes(1000), commit_bytes(2000)
+    assert len(first) == len(second) and first != second
+    active.clear_summary_cache()
+    uri = str(tmp_path / "20240101000000000.commit")
+    a = active._summary_of(uri, first)
+    assert active._summary_of(uri, bytes(first)) is a
+    b = active._summary_of(uri, second)
+    assert b is not a and b.files[0].size == 2000 and a.files[0].size == 1000
 
 
 def test_v6_write_stats_are_hudis_fields_in_hudis_order(fixture_tables):

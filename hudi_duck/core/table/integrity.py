@@ -29,7 +29,7 @@ from ..errors import MissingFileError
 from ..file_group.file_slice import FileSlice
 from ..file_group.log_format import BlockType, read_log_file
 from ..file_group.naming import parse_base_file, parse_log_file
-from ..timeline.commit_metadata import WriteStat
+from ..timeline.commit_metadata import WrittenFile
 from ..timeline.instant import Action
 from .fs_view import CommittedInstants, FileSystemView
 
@@ -45,15 +45,10 @@ class ExpectedFile:
     is_log: bool
 
 
-def _expected_of(stat: WriteStat, instant: str, commit_file: str) -> ExpectedFile | None:
-    path = (stat.path or "").strip("/")
-    if not path:
-        return None
-    if stat.is_log_file:
-        written = max(int(stat.file_size_in_bytes or 0), 0)
-        offset = max(int(stat.log_offset or 0), 0)
-        return ExpectedFile(path, instant, commit_file, offset + written, True)
-    return ExpectedFile(path, instant, commit_file, max(int(stat.file_size_in_bytes or 0), 0), False)
+def _expected_of(written: WrittenFile, path: str, is_log: bool, instant: str, commit_file: str) -> ExpectedFile:
+    if is_log:
+        return ExpectedFile(path, instant, commit_file, written.log_offset + written.size, True)
+    return ExpectedFile(path, instant, commit_file, written.size, False)
 
 
 def _cleaned_files(view: FileSystemView) -> frozenset[str]:
@@ -90,9 +85,9 @@ def check_plan_files(
     for instant in timeline.completed_writes:
         if not instants.admits(instant.requested_time):
             continue
-        commit_file = view.storage.uri(timeline.file_of(instant))
-        for _, stat in timeline.commit_metadata(instant).iter_stats():
-            path = (stat.path or "").strip("/")
+        commit_file = None
+        for written in timeline.commit_summary(instant).files:
+            path = (written.path or "").strip("/")
             if not path:
                 continue
             # (one pass per file every commit wrote: string splits, no posixpath)
@@ -108,10 +103,12 @@ def check_plan_files(
                 continue
             if wanted_groups is not None and group not in wanted_groups:
                 continue
+            if commit_file is None:
+                commit_file = view.storage.uri(timeline.file_of(instant))
             if is_log:
-                logs.append((group, _expected_of(stat, instant.requested_time, commit_file)))
+                logs.append((group, _expected_of(written, path, True, instant.requested_time, commit_file)))
             elif group not in newest_base or parsed.instant_time >= _instant_of(newest_base[group]):
-                newest_base[group] = _expected_of(stat, instant.requested_time, commit_file)
+                newest_base[group] = _expected_of(written, path, False, instant.requested_time, commit_file)
     if not newest_base and not logs:
         return
     cleaned = _cleaned_files(view)

@@ -365,7 +365,7 @@ def _table_as_of(table: HudiTable, since: str | None) -> HudiTable:
     timeline = table.timeline
     for instant in timeline.completed([Action.REPLACE_COMMIT]):
         if instant.requested_time > since:
-            operation = (timeline.commit_metadata(instant).operation_type or "").upper()
+            operation = (timeline.commit_summary(instant).operation_type or "").upper()
             if operation == "DELETE_PARTITION":
                 return HudiTable(table.base_uri, table.storage.storage_options, metadata_enable=False)
     return table
@@ -404,7 +404,7 @@ def plan_incremental(
     selected = [i for i in timeline.completed_writes if in_window(_window_key(table, i))]
     touched: set[tuple[str, str]] = set()
     for instant in selected:
-        touched |= timeline.commit_metadata(instant).file_ids()
+        touched |= timeline.commit_summary(instant).file_ids()
     earliest_active = timeline.completed_writes[0].requested_time if timeline.completed_writes else None
     if earliest_active is None or begin is None or begin < earliest_active:
         # the window reaches back before the active timeline: archived commits count too
@@ -416,7 +416,7 @@ def plan_incremental(
     replaced: set[tuple[str, str]] = set()
     for instant in timeline.completed([Action.REPLACE_COMMIT]):
         if end is None or _window_key(table, instant) <= end:
-            for partition, ids in timeline.commit_metadata(instant).replaced_file_ids().items():
+            for partition, ids in timeline.commit_summary(instant).replaced_file_ids().items():
                 replaced.update((partition, file_id) for file_id in ids)
     instants = view.committed_instants(until=end)
     hidden_bases: frozenset[str] = frozenset()
@@ -542,7 +542,7 @@ def _table_schema_instants(table: HudiTable, instants: Iterable[str]) -> frozens
         group = timeline.group(instant)
         if group is None or not group.latest.is_completed:
             continue
-        written = timeline.commit_metadata(group.latest).schema
+        written = timeline.commit_summary(group.latest).schema
         if not written:
             continue
         if written not in same_as_table:

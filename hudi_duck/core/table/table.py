@@ -81,10 +81,10 @@ class HudiTable:
         timeline = self.timeline
         latest = timeline.latest_completed_write
         if latest is not None:
-            metadata = timeline.commit_metadata(latest)
-            if metadata.schema:
+            schema = timeline.commit_summary(latest).schema
+            if schema:
                 self._avro_schema_origin = f"the schema of commit {self.storage.uri(timeline.file_of(latest))}"
-                return metadata.schema
+                return schema
         self._avro_schema_origin = f"hoodie.table.create.schema of {self.storage.uri('.hoodie/hoodie.properties')}"
         return self.config.create_schema
 

@@ -8,6 +8,8 @@ ignored by readers until a rollback removes their files.
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Generic, Iterable, TypeVar
@@ -16,7 +18,7 @@ from ..config.table_config import TableConfig
 from ..errors import CorruptFileError, TableNotFoundError, TimelineChangedError, TimelineError
 from ..storage.storage import Storage
 from . import codec
-from .commit_metadata import CommitMetadata
+from .commit_metadata import CommitMetadata, CommitSummary
 from .instant import Action, Instant, State
 from .plans import ClusteringPlan, CompactionPlan, RequestedReplaceMetadata, plan_class_of
 from .record import TimelinePayload
@@ -88,6 +90,7 @@ class Timeline:
         self.timeline_dir = config.timeline_path
         self._groups = dict(sorted(groups.items()))
         self._payload_cache: dict[tuple[str, str, State], Any] = {}
+        self._summary_cache: dict[tuple[str, str, State], CommitSummary] = {}
         #: savepoint files (they share the time of the commit they pin, so live apart)
         self.savepoint_instants: list[Instant] = []
 
@@ -291,6 +294,23 @@ class Timeline:
         payload = self.payload(instant)
         return payload if isinstance(payload, CommitMetadata) else CommitMetadata()
 
+    def commit_summary(self, instant: Instant) -> CommitSummary:
+        """What a read plans with of a completed write's commit metadata (:class:`CommitSummary`).
+
+        Cached in this timeline, and for the process by the file's bytes: a completed
+        instant's file never changes, and a table opened again (every query plans on a
+        fresh table) reads it back without decoding it again."""
+        key = (instant.requested_time, instant.action, instant.state)
+        found = self._summary_cache.get(key)
+        if found is None:
+            if payload_class(instant) is not CommitMetadata:
+                found = CommitSummary()
+            else:
+                path = self.file_of(instant)
+                found = _summary_of(self.storage.uri(path), self.read_details(instant))
+            self._summary_cache[key] = found
+        return found
+
     def payload(self, instant: Instant) -> Any:
         """The typed record of one state file (cached): the plan of a requested instant,
         the workload profile of an inflight write, the metadata of a completed instant;
@@ -346,7 +366,7 @@ class Timeline:
         for instant in reversed(self.completed_writes):
             if before_or_on is not None and instant.requested_time > before_or_on:
                 continue
-            schema = self.commit_metadata(instant).schema
+            schema = self.commit_summary(instant).schema
             if schema:
                 return instant, schema
         return None
@@ -357,7 +377,7 @@ class Timeline:
         for instant in self.completed([Action.REPLACE_COMMIT]):
             if before_or_on is not None and instant.requested_time > before_or_on:
                 continue
-            for partition, ids in self.commit_metadata(instant).replaced_file_ids().items():
+            for partition, ids in self.commit_summary(instant).replaced_file_ids().items():
                 out.update((partition, file_id) for file_id in ids)
         return out
 
@@ -440,6 +460,7 @@ class Timeline:
         for name in ("instants", "completed_writes", "completed_write_times", "archived_instants"):
             self.__dict__.pop(name, None)
         self._payload_cache.clear()
+        self._summary_cache.clear()
 
     def reload(self) -> "Timeline":
         return Timeline.load(self.storage, self.config)
@@ -451,6 +472,43 @@ class Timeline:
         shown = ", ".join(str(i) for i in self.instants[-5:])
         more = f"{len(self)} instants" + (f", last: {shown}" if shown else "")
         return f"Timeline({self.storage.uri()}, layout {self.layout_version}, {more})"
+
+
+#: Commit summaries decoded in this process, by (file URI, file bytes): equal bytes, equal summary.
+_SUMMARIES: "OrderedDict[tuple[str, bytes], CommitSummary]" = OrderedDict()
+_SUMMARIES_LOCK = threading.Lock()
+#: Bytes of commit files the summaries above are kept for (the least recently used go first).
+SUMMARY_CACHE_BYTES = 64 << 20
+_summary_bytes = 0
+
+
+def _summary_of(uri: str, data: bytes) -> CommitSummary:
+    """The summary of one commit file's bytes, decoded once per process."""
+    global _summary_bytes
+    key = (uri, data)
+    with _SUMMARIES_LOCK:
+        found = _SUMMARIES.get(key)
+        if found is not None:
+            _SUMMARIES.move_to_end(key)
+            return found
+    found = CommitSummary.of_record(codec.decode_record(data, uri))
+    if len(data) > SUMMARY_CACHE_BYTES // 4:
+        return found
+    with _SUMMARIES_LOCK:
+        if key not in _SUMMARIES:
+            _SUMMARIES[key] = found
+            _summary_bytes += len(data)
+            while _summary_bytes > SUMMARY_CACHE_BYTES:
+                (_, dropped), _ = _SUMMARIES.popitem(last=False)
+                _summary_bytes -= len(dropped)
+    return found
+
+
+def clear_summary_cache() -> None:
+    global _summary_bytes
+    with _SUMMARIES_LOCK:
+        _SUMMARIES.clear()
+        _summary_bytes = 0
 
 
 def payload_class(instant: Instant) -> type[TimelinePayload] | None:

@@ -279,3 +279,75 @@ class CommitMetadata(TimelinePayload):
     def file_ids(self) -> set[tuple[str, str]]:
         """(partition path, file id) of every file group this commit touched."""
         return {(partition, stat.file_id) for partition, stat in self.iter_stats() if stat.file_id}
+
+
+# -- what a read plans with --------------------------------------------------------------
+_STAT_KEY = {s.attr: s.key for s in WriteStat.specs()}
+_META_KEY = {s.attr: s.key for s in CommitMetadata.specs()}
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenFile:
+    """One data file a commit's write stat names, as a read checks it against its listing."""
+
+    #: the stat's partition path, else the partition key it is listed under
+    partition_path: str
+    file_id: str | None
+    path: str | None
+    #: ``fileSizeInBytes``: the whole base file, or what the write appended to a log file
+    size: int
+    #: ``logOffset``: where a log write began (0 for base files)
+    log_offset: int
+
+
+@dataclass(frozen=True)
+class CommitSummary:
+    """The part of a commit's metadata a read plans with: the files it wrote, its writer
+    schema, its operation and the file groups it replaced.
+
+    A table's active timeline can hold thousands of commits with a write stat per
+    file; planning reads these few fields of each, and decodes no typed
+    :class:`WriteStat` (``CommitMetadata`` stays the full, re-encodable record).
+    """
+
+    files: tuple[WrittenFile, ...] = ()
+    schema: str | None = None
+    operation_type: str | None = None
+    replaced: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @classmethod
+    def of_record(cls, record: dict[str, Any] | None) -> "CommitSummary":
+        """The summary of a decoded commit record (JSON of v6, Avro of v8+); ``None``: empty file."""
+        if not record:
+            return cls()
+        path_key, id_key, part_key = _STAT_KEY["path"], _STAT_KEY["file_id"], _STAT_KEY["partition_path"]
+        size_key, offset_key = _STAT_KEY["file_size_in_bytes"], _STAT_KEY["log_offset"]
+        files = []
+        for partition, stats in (record.get(_META_KEY["partition_to_write_stats"]) or {}).items():
+            for stat in stats or ():
+                if stat is None:
+                    continue
+                own = stat.get(part_key)
+                files.append(WrittenFile(
+                    own if own is not None else partition,
+                    stat.get(id_key),
+                    stat.get(path_key),
+                    max(int(stat.get(size_key) or 0), 0),
+                    max(int(stat.get(offset_key) or 0), 0),
+                ))
+        extra = record.get(_META_KEY["extra_metadata"]) or {}
+        replaced = record.get(_META_KEY["partition_to_replace_file_ids"]) or {}
+        return cls(
+            files=tuple(files),
+            schema=extra.get("schema") or None,
+            operation_type=record.get(_META_KEY["operation_type"]),
+            replaced=tuple((p, tuple(ids or ())) for p, ids in replaced.items()),
+        )
+
+    def replaced_file_ids(self) -> dict[str, list[str]]:
+        """As :meth:`CommitMetadata.replaced_file_ids`."""
+        return {p: list(ids) for p, ids in self.replaced}
+
+    def file_ids(self) -> set[tuple[str, str]]:
+        """As :meth:`CommitMetadata.file_ids`."""
+        return {(f.partition_path, f.file_id) for f in self.files if f.file_id}
