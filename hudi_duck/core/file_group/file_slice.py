@@ -74,7 +74,9 @@ class FileGroup:
         return existing
 
     def set_base(self, base_instant_time: str, base_file: BaseFile) -> None:
-        self.slices[base_instant_time] = self.slice_for(base_instant_time).with_base(base_file)
+        existing = self.slices.get(base_instant_time)
+        logs = existing.log_files if existing is not None else ()
+        self.slices[base_instant_time] = FileSlice(self.partition_path, self.file_id, base_instant_time, base_file, logs)
 
     def add_log(self, base_instant_time: str, log: LogFile) -> None:
         current = self.slice_for(base_instant_time)

@@ -129,6 +129,17 @@ def parse_log_file(partition_path: str, name: str, size: int = -1) -> LogFile | 
     return LogFile(partition_path, name, file_id, instant, version, token, is_cdc, size)
 
 
+def file_id_and_instant(name: str) -> tuple[str, str] | None:
+    """(file id, instant time) of a base or log file name (a log file's names its slice's base
+    instant in table version 6); ``None`` for anything else. No file object is made: a plan
+    reads this of every file the commits on the timeline wrote."""
+    if name.startswith("."):
+        log = _log_name_parts(name)
+        return (log[0], log[1]) if log is not None else None
+    base = _base_name_parts(name)
+    return (base[0], base[2]) if base is not None else None
+
+
 def is_partition_metafile(name: str) -> bool:
     return name.startswith(PARTITION_METAFILE_PREFIX)
 

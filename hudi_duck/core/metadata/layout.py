@@ -32,10 +32,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ..config.table_config import Keys, table_checksum
-from ..file_group.log_blocks import encode_delete_records
 from ..file_group.log_format import BlockType, HeaderKey, encode_block
 from ..file_group.naming import log_file_name
-from ..hfile.writer import write_hudi_block_hfile
 from .java import string_hash
 from .records import (
     MetadataRecord,
@@ -229,11 +227,15 @@ def initial_log_file_name(partition: MetadataPartition, index: int, instant_time
 
 def initial_log_file(instant_time: str) -> bytes:
     """Its content: one delete block without keys, headed by the initialization instant."""
+    from ..file_group.log_blocks import encode_delete_records  # (writers only: reads never import it)
+
     return encode_block(BlockType.DELETE_BLOCK, {HeaderKey.INSTANT_TIME: instant_time}, encode_delete_records([]))
 
 
 def hfile_data_block(records: Iterable[MetadataRecord], instant_time: str, compression: str = "GZ") -> bytes:
     """A framed ``HFILE_DATA_BLOCK`` holding ``records`` for a delta commit of the metadata table."""
+    from ..hfile.writer import write_hudi_block_hfile  # (writers only: reads never import it)
+
     schema = writer_schema_json()
     content = write_hudi_block_hfile(encode_cells(records), schema, compression=compression)
     header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema}

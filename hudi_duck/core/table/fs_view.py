@@ -148,15 +148,17 @@ class FileSystemView:
     def list_partition(self, partition: str) -> tuple[list[BaseFile], list[LogFile]]:
         bases: list[BaseFile] = []
         logs: list[LogFile] = []
-        for name, size in self.listing.files(partition):
-            self.files_listed += 1
+        base_ext = self.base_ext
+        files = self.listing.files(partition)
+        self.files_listed += len(files)
+        for name, size in files:
             if name.startswith("."):
                 log = parse_log_file(partition, name, size)
                 if log is not None and not log.is_cdc:
                     logs.append(log)
                 continue
             base = parse_base_file(partition, name, size)
-            if base is not None and base.extension == self.base_ext:
+            if base is not None and base.extension == base_ext:
                 bases.append(base)
         return bases, logs
 
@@ -207,19 +209,22 @@ class FileSystemView:
     def _groups_of_partition(self, partition: str) -> list[FileGroup]:
         bases, logs = self.list_partition(partition)
         groups: dict[str, FileGroup] = {}
-
-        def group(file_id: str) -> FileGroup:
-            if file_id not in groups:
-                groups[file_id] = FileGroup(partition, file_id)
-            return groups[file_id]
-
+        is_committed = self.committed.is_committed
         for base in bases:
-            if self.is_committed(base.instant_time):
-                group(base.file_id).set_base(base.instant_time, base)
-        for log in sorted(logs, key=LogFile.sort_key):
-            key = self._slice_key_of_log(group(log.file_id), log)
-            if key is not None:
-                group(log.file_id).add_log(key, log)
+            if is_committed(base.instant_time):
+                group = groups.get(base.file_id)
+                if group is None:
+                    group = groups[base.file_id] = FileGroup(partition, base.file_id)
+                group.set_base(base.instant_time, base)
+        if logs:
+            logs.sort(key=LogFile.sort_key)
+            for log in logs:
+                group = groups.get(log.file_id)
+                if group is None:
+                    group = groups[log.file_id] = FileGroup(partition, log.file_id)
+                key = self._slice_key_of_log(group, log)
+                if key is not None:
+                    group.add_log(key, log)
         return [g for g in groups.values() if g.slices]
 
     def _slice_key_of_log(self, group: FileGroup, log: LogFile) -> str | None:
@@ -279,6 +284,15 @@ class FileSystemView:
         read_optimized: bool,
         hidden_base_instants: frozenset[str] = frozenset(),
     ) -> FileSlice | None:
+        slices = group.slices
+        if len(slices) == 1 and not hidden_base_instants:
+            # (the common case: one slice per file group, nothing to order or merge)
+            (only,) = slices.values()
+            if as_of is not None and only.base_instant_time > as_of:
+                return None
+            if read_optimized:
+                return only.with_logs(()) if only.base_file is not None else None
+            return only
         ordered = [s for s in group.ordered_slices() if as_of is None or s.base_instant_time <= as_of]
         if hidden_base_instants:
             ordered = [

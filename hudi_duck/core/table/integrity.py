@@ -28,7 +28,7 @@ from typing import Iterable
 from ..errors import MissingFileError
 from ..file_group.file_slice import FileSlice
 from ..file_group.log_format import BlockType, read_log_file
-from ..file_group.naming import parse_base_file, parse_log_file
+from ..file_group.naming import file_id_and_instant, parse_base_file, parse_log_file
 from ..timeline.commit_metadata import WrittenFile
 from ..timeline.instant import Action
 from .fs_view import CommittedInstants, FileSystemView
@@ -80,7 +80,7 @@ def check_plan_files(
     replaced_set = set(replaced)
     wanted_partitions = set(partitions) if partitions is not None else None
     wanted_groups = set(file_groups) if file_groups is not None else None
-    newest_base: dict[tuple[str, str], ExpectedFile] = {}
+    newest_base: dict[tuple[str, str], tuple[str, ExpectedFile]] = {}  # (base instant, file)
     logs: list[tuple[tuple[str, str], ExpectedFile]] = []
     for instant in timeline.completed_writes:
         if not instants.admits(instant.requested_time):
@@ -90,29 +90,31 @@ def check_plan_files(
             path = (written.path or "").strip("/")
             if not path:
                 continue
-            # (one pass per file every commit wrote: string splits, no posixpath)
+            # (one pass per file every commit wrote: string splits, no posixpath, no file objects)
             partition, _, name = path.rpartition("/")
-            is_log = name.startswith(".")
             if wanted_partitions is not None and partition not in wanted_partitions:
                 continue
-            parsed = parse_log_file(partition, name) if is_log else parse_base_file(partition, name)
+            parsed = file_id_and_instant(name)
             if parsed is None:
                 continue
-            group = (partition, parsed.file_id)
+            file_id, file_instant = parsed
+            group = (partition, file_id)
             if group in replaced_set:
                 continue
             if wanted_groups is not None and group not in wanted_groups:
                 continue
             if commit_file is None:
                 commit_file = view.storage.uri(timeline.file_of(instant))
-            if is_log:
+            if name.startswith("."):
                 logs.append((group, _expected_of(written, path, True, instant.requested_time, commit_file)))
-            elif group not in newest_base or parsed.instant_time >= _instant_of(newest_base[group]):
-                newest_base[group] = _expected_of(written, path, False, instant.requested_time, commit_file)
+                continue
+            newest = newest_base.get(group)
+            if newest is None or file_instant >= newest[0]:
+                newest_base[group] = (file_instant, _expected_of(written, path, False, instant.requested_time, commit_file))
     if not newest_base and not logs:
         return
     cleaned = _cleaned_files(view)
-    for group, expected in sorted(newest_base.items()):
+    for group, (_, expected) in sorted(newest_base.items()):
         _check_base(view, chosen.get(group), expected, cleaned)
     if read_logs:
         for group, expected in logs:

@@ -491,7 +491,7 @@ def _summary_of(uri: str, data: bytes) -> CommitSummary:
         if found is not None:
             _SUMMARIES.move_to_end(key)
             return found
-    found = CommitSummary.of_record(codec.decode_record(data, uri))
+    found = CommitSummary.of_bytes(data, uri)
     if len(data) > SUMMARY_CACHE_BYTES // 4:
         return found
     with _SUMMARIES_LOCK:

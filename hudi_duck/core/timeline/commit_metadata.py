@@ -316,6 +316,18 @@ class CommitSummary:
     replaced: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @classmethod
+    def of_bytes(cls, data: bytes, source: str = "") -> "CommitSummary":
+        """The summary of a commit file: Jackson JSON (table version 6) is decoded straight
+        into the few fields a summary holds; Avro (8+), an empty file, and JSON the typed
+        decoder refuses (damaged, or values of unexpected types) take the codec's path,
+        which reads what it can and names what it cannot."""
+        if data[:1] == b"{":
+            decoded = _decode_json_summary(data)
+            if decoded is not None:
+                return decoded
+        return cls.of_record(codec.decode_record(data, source))
+
+    @classmethod
     def of_record(cls, record: dict[str, Any] | None) -> "CommitSummary":
         """The summary of a decoded commit record (JSON of v6, Avro of v8+); ``None``: empty file."""
         if not record:
@@ -351,3 +363,63 @@ class CommitSummary:
     def file_ids(self) -> set[tuple[str, str]]:
         """As :meth:`CommitMetadata.file_ids`."""
         return {(f.partition_path, f.file_id) for f in self.files if f.file_id}
+
+
+_JSON_DECODER: Any = None
+
+
+def _json_decoder() -> Any:
+    """A msgspec decoder of v6 commit JSON into the fields a summary needs (built once)."""
+    global _JSON_DECODER
+    if _JSON_DECODER is None:
+        import msgspec
+
+        from typing import Optional
+
+        # (built with defstruct: real types, not this module's postponed annotations)
+        text = Optional[str]
+        stat = msgspec.defstruct(
+            "CommitJsonStat",
+            [("path", text, None), ("file_id", text, None), ("partition_path", text, None),
+             ("file_size_in_bytes", Optional[int], None), ("log_offset", Optional[int], None)],
+            rename={f: _STAT_KEY[f] for f in ("path", "file_id", "partition_path", "file_size_in_bytes", "log_offset")},
+        )
+        commit = msgspec.defstruct(
+            "CommitJson",
+            [("partition_to_write_stats", Optional[dict[str, Optional[list[Optional[stat]]]]], None),
+             ("extra_metadata", Optional[dict[str, Any]], None), ("operation_type", text, None),
+             ("partition_to_replace_file_ids", Optional[dict[str, Optional[list[str]]]], None)],
+            rename={f: _META_KEY[f] for f in ("partition_to_write_stats", "extra_metadata", "operation_type",
+                                               "partition_to_replace_file_ids")},
+        )
+        _JSON_DECODER = (msgspec.json.Decoder(commit), msgspec.MsgspecError)
+    return _JSON_DECODER
+
+
+def _decode_json_summary(data: bytes) -> CommitSummary | None:
+    """The summary of commit JSON, or None when the typed decoder refuses it."""
+    decoder, refused = _json_decoder()
+    try:
+        commit = decoder.decode(data)
+    except refused:
+        return None
+    files = []
+    for partition, stats in (commit.partition_to_write_stats or {}).items():
+        for stat in stats or ():
+            if stat is None:
+                continue
+            own = stat.partition_path
+            files.append(WrittenFile(
+                own if own is not None else partition,
+                stat.file_id,
+                stat.path,
+                max(stat.file_size_in_bytes or 0, 0),
+                max(stat.log_offset or 0, 0),
+            ))
+    extra = commit.extra_metadata or {}
+    return CommitSummary(
+        files=tuple(files),
+        schema=extra.get("schema") or None,
+        operation_type=commit.operation_type,
+        replaced=tuple((p, tuple(ids or ())) for p, ids in (commit.partition_to_replace_file_ids or {}).items()),
+    )
