@@ -117,7 +117,8 @@ def test_commit_summaries_say_what_the_typed_metadata_says(fixture_tables):
             continue
         data = path.read_bytes()
         metadata = CommitMetadata.from_bytes(data)
-        summary = CommitSummary.of_record(codec.decode_record(data, str(path)))
+        summary = CommitSummary.of_bytes(data, str(path))
+        assert summary == CommitSummary.of_record(codec.decode_record(data, str(path))), path
         expected = [
             (partition, s.file_id, s.path, max(int(s.file_size_in_bytes or 0), 0), max(int(s.log_offset or 0), 0))
             for partition, s in metadata.iter_stats()
@@ -131,6 +132,25 @@ def test_commit_summaries_say_what_the_typed_metadata_says(fixture_tables):
         is_log = [(f.path or "").rsplit("/", 1)[-1].startswith(".") for f in summary.files]
         kinds.add((data.startswith(codec.AVRO_MAGIC), metadata.is_replace, any(is_log)))
     assert {k[0] for k in kinds} == {True, False} and any(k[1] for k in kinds) and any(k[2] for k in kinds), kinds
+
+
+def test_commit_json_the_typed_decoder_refuses_is_read_as_the_codec_reads_it(tmp_path):
+    """Values of unexpected types take the codec's path (same answer as the full record);
+    damaged JSON fails as the codec fails, naming the file."""
+    from hudi_duck.core.errors import CorruptFileError
+
+    record = {
+        "partitionToWriteStats": {"p": [{"fileId": "f1", "path": "p/f1_0-1-0_20240101000000000.parquet",
+                                         "fileSizeInBytes": "1234", "logOffset": None}, None]},
+        "compacted": False, "extraMetadata": {"schema": ""}, "operationType": "INSERT",
+    }
+    summary = CommitSummary.of_bytes(json.dumps(record).encode(), "x.commit")
+    assert summary == CommitSummary.of_record(record)
+    assert [(f.partition_path, f.file_id, f.size, f.log_offset) for f in summary.files] == [("p", "f1", 1234, 0)]
+    assert summary.schema is None and summary.operation_type == "INSERT"
+    assert CommitSummary.of_bytes(b"", "x.commit") == CommitSummary()
+    with pytest.raises(CorruptFileError, match="x.commit"):
+        CommitSummary.of_bytes(b'{"partitionToWriteStats": {', "x.commit")
 
 
 def test_a_commit_summary_is_decoded_once_per_process_and_never_from_other_bytes(tmp_path):
