@@ -100,9 +100,9 @@ def valid_instant_times(data_timeline: Timeline, metadata_timeline: Timeline) ->
     return valid
 
 
-def _merge_into(state: dict[str, MetadataRecord | None], record: MetadataRecord) -> None:
+def _merge_into(state: dict[str, MetadataRecord | None], record: MetadataRecord, java_order: bool) -> None:
     older = state.get(record.key)
-    state[record.key] = record if older is None else combine(older, record)
+    state[record.key] = record if older is None else combine(older, record, java_order)
 
 
 def _wanted(key: str, key_prefixes: tuple[str, ...] | None) -> bool:
@@ -163,7 +163,7 @@ class MetadataTable:
         result: dict[str, MetadataRecord] = {}
         applied: set[str] = set()
         for file_slice in slices:
-            result.update(self._slice_records(file_slice, prefixes, applied))
+            result.update(self._slice_records(file_slice, prefixes, applied, java_order=False))
         return result, tuple(sorted(applied))
 
     def slice_records(self, file_slice, exact_keys: Iterable[str]) -> dict[str, MetadataRecord]:
@@ -172,8 +172,15 @@ class MetadataTable:
         return self._slice_records(file_slice, None, set(), wanted)
 
     def _slice_records(
-        self, file_slice, prefixes: tuple[str, ...] | None, applied: set[str], exact: frozenset[bytes] | None = None
+        self,
+        file_slice,
+        prefixes: tuple[str, ...] | None,
+        applied: set[str],
+        exact: frozenset[bytes] | None = None,
+        java_order: bool = True,
     ) -> dict[str, MetadataRecord]:
+        """Merged records of one slice; ``java_order`` false: their file maps in any order
+        (a reader's; a writer that encodes them again keeps Java's order)."""
         base: dict[str, MetadataRecord] = {}
         storage = self.mdt_storage
         if file_slice.base_file is not None:
@@ -200,12 +207,12 @@ class MetadataTable:
                 if logs.get(record.key) is None:
                     logs[record.key] = record
                 else:
-                    _merge_into(logs, record)  # type: ignore[arg-type]
+                    _merge_into(logs, record, java_order)  # type: ignore[arg-type]
         for key, record in logs.items():
             if record is None:
                 base.pop(key, None)
             elif key in base:
-                base[key] = combine(base[key], record)
+                base[key] = combine(base[key], record, java_order)
             else:
                 base[key] = record
         return base

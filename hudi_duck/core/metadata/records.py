@@ -243,13 +243,16 @@ def partition_files_record(
     return MetadataRecord(partition_identifier(partition_path), RecordType.FILE_LIST, hashmap_order(entries))
 
 
-def combine_files(older: Mapping[str, FileInfo] | None, newer: Mapping[str, FileInfo] | None) -> dict[str, FileInfo]:
+def combine_files(
+    older: Mapping[str, FileInfo] | None, newer: Mapping[str, FileInfo] | None, java_order: bool = True
+) -> dict[str, FileInfo]:
     """``combineFileSystemMetadata``: ``older`` then ``newer``, newer entries taking precedence.
 
     A newer tombstone drops the file when the older listing has it and is kept
     otherwise (a base file may still list it); a file present in both keeps the
     larger size. The result is ordered as Java's ``HashMap`` built by
-    ``putAll(older)`` then merging ``newer`` iterates.
+    ``putAll(older)`` then merging ``newer`` iterates (the order of the bytes a
+    writer encodes), unless ``java_order`` is false (a reader's listing).
     """
     older = older or {}
     combined: dict[str, FileInfo] = dict(older)
@@ -261,6 +264,8 @@ def combine_files(older: Mapping[str, FileInfo] | None, newer: Mapping[str, File
                 combined[name] = FileInfo(max(info.size, combined[name].size), False)
         else:
             combined[name] = info
+    if not java_order:
+        return combined
     capacity = hashmap_capacity(len(older) + len(newer or {}), _put_all_capacity(len(older)))
     return hashmap_order(combined.items(), capacity)
 
@@ -273,14 +278,15 @@ def _put_all_capacity(entries: int) -> int:
     return max(16, 1 << (wanted - 1).bit_length())
 
 
-def combine(older: MetadataRecord, newer: MetadataRecord) -> MetadataRecord:
-    """``HoodieMetadataPayload.preCombine(older)`` called on ``newer``."""
+def combine(older: MetadataRecord, newer: MetadataRecord, java_order: bool = True) -> MetadataRecord:
+    """``HoodieMetadataPayload.preCombine(older)`` called on ``newer``; ``java_order`` false
+    leaves file maps in any order (records only read, never encoded again)."""
     if older.type != newer.type:
         raise MetadataRecordError(
             f"cannot combine metadata records of type {older.type.name} and {newer.type.name} (key {newer.key!r})"
         )
     if newer.type in (RecordType.PARTITION_LIST, RecordType.FILE_LIST):
-        return MetadataRecord(newer.key, newer.type, combine_files(older.files, newer.files))
+        return MetadataRecord(newer.key, newer.type, combine_files(older.files, newer.files, java_order))
     if newer.type in (RecordType.COLUMN_STATS, RecordType.PARTITION_STATS):
         return replace(newer, meta={}, column_stats=combine_column_stats(older.column_stats, newer.column_stats))
     if newer.type is RecordType.BLOOM_FILTER:

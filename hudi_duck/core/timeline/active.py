@@ -36,6 +36,10 @@ _PENDING_ACTION_FAMILY = {
 }
 
 
+#: States from the latest (completed) to the first (requested).
+_LATEST_FIRST = (State.COMPLETED, State.INFLIGHT, State.REQUESTED)
+
+
 @dataclass
 class InstantFiles:
     """All timeline files of one requested time, by state."""
@@ -45,7 +49,12 @@ class InstantFiles:
 
     @property
     def latest(self) -> Instant:
-        return max(self.by_state.values(), key=lambda i: i.state.rank)
+        by_state = self.by_state
+        for state in _LATEST_FIRST:
+            found = by_state.get(state)
+            if found is not None:
+                return found
+        raise ValueError(f"instant {self.requested_time} has no state files")
 
     @property
     def pending_action(self) -> str:

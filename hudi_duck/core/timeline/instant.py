@@ -15,6 +15,7 @@ import threading
 import time
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 
 
 class State(str, Enum):
@@ -24,7 +25,10 @@ class State(str, Enum):
 
     @property
     def rank(self) -> int:
-        return {"REQUESTED": 0, "INFLIGHT": 1, "COMPLETED": 2}[self.value]
+        return _STATE_RANK[self]
+
+
+_STATE_RANK = {State.REQUESTED: 0, State.INFLIGHT: 1, State.COMPLETED: 2}
 
 
 class Action:
@@ -128,30 +132,37 @@ class Instant:
     @staticmethod
     def parse_file_name(name: str) -> "Instant | None":
         """Parse a timeline file name; ``None`` for files that are not instants."""
-        match = _INSTANT_FILE.match(name)
-        if not match:
-            return None
-        action = match.group("action")
-        state_text = match.group("state")
-        if action is None:
-            return None
-        if action == "inflight" and state_text is None:
-            # '<ts>.inflight' is the inflight state of a commit
-            return Instant(match.group("ts"), Action.COMMIT, State.INFLIGHT)
-        if action not in Action.ALL:
-            return None
-        if state_text is None:
-            state = State.COMPLETED
-        else:
-            state = State.REQUESTED if state_text == "requested" else State.INFLIGHT
-        completed = match.group("completed")
-        if completed and state is not State.COMPLETED:
-            return None
-        return Instant(match.group("ts"), action, state, completed)
+        return _parse_file_name(name)
 
     def __str__(self) -> str:
         done = f"__{self.completion_time}" if self.completion_time else ""
         return f"[{self.requested_time}{done}__{self.action}__{self.state.value}]"
+
+
+@lru_cache(maxsize=1 << 16)
+def _parse_file_name(name: str) -> Instant | None:
+    """``Instant.parse_file_name`` (cached: every plan of a table lists its timeline again;
+    instants are immutable values)."""
+    match = _INSTANT_FILE.match(name)
+    if not match:
+        return None
+    action = match.group("action")
+    state_text = match.group("state")
+    if action is None:
+        return None
+    if action == "inflight" and state_text is None:
+        # '<ts>.inflight' is the inflight state of a commit
+        return Instant(match.group("ts"), Action.COMMIT, State.INFLIGHT)
+    if action not in Action.ALL:
+        return None
+    if state_text is None:
+        state = State.COMPLETED
+    else:
+        state = State.REQUESTED if state_text == "requested" else State.INFLIGHT
+    completed = match.group("completed")
+    if completed and state is not State.COMPLETED:
+        return None
+    return Instant(match.group("ts"), action, state, completed)
 
 
 # -- instant time generation -------------------------------------------------------
