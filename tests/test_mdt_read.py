@@ -241,6 +241,34 @@ def test_block_of_metadata_only_instant_counts(tmp_path, mdt_tables):
     assert names["29990102000000000"] in listed and names["29990101000000000"] not in listed
 
 
+def test_a_files_listing_is_decoded_once_per_process_and_never_from_other_bytes(tmp_path, mdt_tables):
+    """Tables opened again share the decoded listing while the metadata table's files and the
+    instants that count are the same; a log file rewritten with other bytes of the same size
+    is decoded afresh."""
+    from hudi_duck.core.metadata import files_reader
+
+    source = next(p for f, p in mdt_tables.items() if "cow/v9" in f)
+    table = _copy(source, tmp_path)
+
+    def listing():
+        return HudiTable(str(table), metadata_enable=True).metadata_table.files_listing()
+
+    from hudi_duck.core.errors import CorruptFileError
+
+    first = listing()
+    assert listing() is first
+    log = sorted((table / ".hoodie/metadata/files").glob(".files-0000-0_*.log.*"))[-1]
+    data = log.read_bytes()
+    log.write_bytes(bytes(len(data)))
+    with pytest.raises(CorruptFileError, match=log.name):
+        listing()
+    log.write_bytes(data)
+    assert listing() is first
+    files_reader._LISTINGS.clear()
+    again = listing()
+    assert again is not first and again == first
+
+
 # -- a damaged metadata table ---------------------------------------------------------------------
 
 

@@ -23,7 +23,7 @@ import os
 import posixpath
 import threading
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import CorruptFileError
 from ..storage.storage import Storage
@@ -80,9 +80,13 @@ class ScanResult:
     skipped: list[SkippedBlock] = field(default_factory=list)  # corrupt blocks to report
 
 
-def read_blocks(storage: Storage, log_files: Iterable[LogFile]) -> Iterable[LogBlock]:
+def read_blocks(
+    storage: Storage, log_files: Iterable[LogFile], contents: Mapping[str, bytes] | None = None
+) -> Iterable[LogBlock]:
+    """The blocks of ``log_files`` in Hudi's order; ``contents``: bytes already read, by path."""
     for log in sorted(log_files, key=LogFile.sort_key):
-        yield from read_log_file(_log_bytes(storage, log.path), storage.uri(log.path))
+        data = contents.get(log.path) if contents is not None else None
+        yield from read_log_file(data if data is not None else _log_bytes(storage, log.path), storage.uri(log.path))
 
 
 def _log_bytes(storage: Storage, rel: str) -> "bytes | mmap.mmap":
@@ -234,8 +238,13 @@ def _resolve_log_compaction(blocks: list[LogBlock]) -> list[LogBlock]:
     return [block for instant in survivors for block in by_instant[instant]]
 
 
-def scan_slice_logs(storage: Storage, log_files: Iterable[LogFile], admit: Callable[[str], bool]) -> ScanResult:
-    return scan_blocks(read_blocks(storage, log_files), admit)
+def scan_slice_logs(
+    storage: Storage,
+    log_files: Iterable[LogFile],
+    admit: Callable[[str], bool],
+    contents: Mapping[str, bytes] | None = None,
+) -> ScanResult:
+    return scan_blocks(read_blocks(storage, log_files, contents), admit)
 
 
 def rolled_back_positions(blocks: Sequence[LogBlock]) -> set[int]:

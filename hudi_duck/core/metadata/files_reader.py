@@ -12,9 +12,11 @@ with the base records (:func:`records.combine`), and read the listing off the
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from ..config.table_config import TableConfig
 from ..errors import HudiError
@@ -154,16 +156,24 @@ class MetadataTable:
         ``key_prefixes`` keeps the keys starting with one of them. A partition without
         file slices fails when ``required`` (Hudi checks the same) and is empty otherwise."""
         prefixes = tuple(key_prefixes) if key_prefixes is not None else None
+        return self._records_of(self._partition_slices(partition, required), prefixes)
+
+    def _partition_slices(self, partition: str, required: bool) -> list:
         slices = self.view.latest_slices(partitions=[partition])
         if not slices and required:
             raise MetadataTableError(
                 f"{self.mdt_storage.uri(partition)}: metadata table partition {partition!r} has no file slices; "
                 "the metadata table is incomplete: rebuild it, or read with hoodie.metadata.enable=false"
             )
+        return slices
+
+    def _records_of(
+        self, slices: list, prefixes: tuple[str, ...] | None, contents: Mapping[str, bytes] | None = None
+    ) -> tuple[dict[str, MetadataRecord], tuple[str, ...]]:
         result: dict[str, MetadataRecord] = {}
         applied: set[str] = set()
         for file_slice in slices:
-            result.update(self._slice_records(file_slice, prefixes, applied, java_order=False))
+            result.update(self._slice_records(file_slice, prefixes, applied, java_order=False, contents=contents))
         return result, tuple(sorted(applied))
 
     def slice_records(self, file_slice, exact_keys: Iterable[str]) -> dict[str, MetadataRecord]:
@@ -178,18 +188,20 @@ class MetadataTable:
         applied: set[str],
         exact: frozenset[bytes] | None = None,
         java_order: bool = True,
+        contents: Mapping[str, bytes] | None = None,
     ) -> dict[str, MetadataRecord]:
         """Merged records of one slice; ``java_order`` false: their file maps in any order
-        (a reader's; a writer that encodes them again keeps Java's order)."""
+        (a reader's; a writer that encodes them again keeps Java's order); ``contents``:
+        the slice's files already read, by path."""
         base: dict[str, MetadataRecord] = {}
         storage = self.mdt_storage
         if file_slice.base_file is not None:
-            cells, schema_json, source = self._base_cells(file_slice.base_file, prefixes, exact)
+            cells, schema_json, source = self._base_cells(file_slice.base_file, prefixes, exact, contents)
             if not schema_json:
                 raise MetadataTableError(f"{source}: metadata base file has no writer schema")
             base = {r.key: r for r in decode_values(cells, schema_json, source)}
         logs: dict[str, MetadataRecord | None] = {}
-        for block in scan_slice_logs(storage, file_slice.log_files, self._admit).blocks:
+        for block in scan_slice_logs(storage, file_slice.log_files, self._admit, contents).blocks:
             source = f"{block.file_path}@{block.offset}"
             applied.add(block.instant_time or "")
             if block.block_type is BlockType.DELETE_BLOCK:
@@ -218,7 +230,11 @@ class MetadataTable:
         return base
 
     def _base_cells(
-        self, base_file: BaseFile, prefixes: tuple[str, ...] | None, exact: frozenset[bytes] | None
+        self,
+        base_file: BaseFile,
+        prefixes: tuple[str, ...] | None,
+        exact: frozenset[bytes] | None,
+        contents: Mapping[str, bytes] | None = None,
     ) -> tuple[list[tuple[bytes, bytes]], str | None, str]:
         """(cells, writer schema, source) of a base HFile: all of it, or only the blocks that
         can hold the wanted keys (range reads)."""
@@ -226,15 +242,33 @@ class MetadataTable:
         path = base_file.path
         source = storage.uri(path)
         if prefixes is None and exact is None:
-            hfile = open_hfile(storage.read(path), source)
+            data = contents.get(path) if contents is not None else None
+            hfile = open_hfile(data if data is not None else storage.read(path), source)
             return hfile.cells, hfile.schema_json, source
         size = base_file.size if base_file.size > 0 else storage.size(path)
         seekable = SeekableHFile(lambda start, end: storage.read_range(path, start, end), size, source)
         return _wanted_cells(seekable, prefixes, exact), seekable.schema_json, source
 
     def files_listing(self) -> FilesListing:
-        """The live files of every data partition, from the ``files`` partition."""
-        records, applied = self.records(FILES.name)
+        """The live files of every data partition, from the ``files`` partition.
+
+        Kept for the process by what decides it: the bytes of the partition's latest
+        slices and the instants whose blocks count (a query plans on a freshly opened
+        table every time; an unchanged metadata table is decoded once)."""
+        slices = self._partition_slices(FILES.name, True)
+        storage = self.mdt_storage
+        contents = {f.path: storage.read(f.path) for s in slices for f in _files_of(s)}
+        size = sum(map(len, contents.values()))
+        if not _LISTINGS.fits(size):
+            return self._files_listing(slices, contents)
+        key = (storage.uri(), tuple(sorted(contents.items())), frozenset(self.valid), self.view.committed)
+        found = _LISTINGS.get(key)
+        if found is None:
+            found = _LISTINGS.put(key, self._files_listing(slices, contents), size)
+        return found
+
+    def _files_listing(self, slices: list, contents: Mapping[str, bytes]) -> FilesListing:
+        records, applied = self._records_of(slices, None, contents)
         partition_list = records.get(PARTITION_LIST_KEY)
         names: Iterable[str] = partition_list.live_files() if partition_list is not None else ()
         out: dict[str, list[tuple[str, int]]] = {}
@@ -243,6 +277,51 @@ class MetadataTable:
             files = record.live_files() if record is not None and record.type is RecordType.FILE_LIST else {}
             out[partition_path_of(identifier)] = sorted(files.items())
         return FilesListing(out, applied)
+
+
+def _files_of(file_slice) -> list:
+    return ([file_slice.base_file] if file_slice.base_file is not None else []) + list(file_slice.log_files)
+
+
+class _ListingCache:
+    """Files listings of this process by their key, the least recently used dropped past a
+    byte budget (the bytes of the files the keys hold)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._entries: "OrderedDict[tuple, tuple[FilesListing, int]]" = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> FilesListing | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is None:
+                return None
+            self._entries.move_to_end(key)
+            return found[0]
+
+    def fits(self, size: int) -> bool:
+        """Whether a listing of files of ``size`` bytes is kept (a quarter of the budget at most)."""
+        return size <= self.max_bytes // 4
+
+    def put(self, key: tuple, listing: FilesListing, size: int) -> FilesListing:
+        with self._lock:
+            if key not in self._entries:
+                self._entries[key] = (listing, size)
+                self._bytes += size
+                while self._bytes > self.max_bytes:
+                    _, (_, dropped) = self._entries.popitem(last=False)
+                    self._bytes -= dropped
+        return listing
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+_LISTINGS = _ListingCache(64 << 20)
 
 
 class MetadataListing:
