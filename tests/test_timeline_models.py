@@ -153,6 +153,16 @@ def test_commit_json_the_typed_decoder_refuses_is_read_as_the_codec_reads_it(tmp
         CommitSummary.of_bytes(b'{"partitionToWriteStats": {', "x.commit")
 
 
+def test_commit_summaries_without_msgspec_are_the_same(fixture_tables, monkeypatch):
+    """A Python without msgspec (executors need only the core's own modules) reads the codec's record."""
+    from hudi_duck.core.timeline import commit_metadata
+
+    files = [(path, path.read_bytes()) for _, path, i in _timeline_files(fixture_tables) if payload_class(i) is CommitMetadata]
+    fast = [CommitSummary.of_bytes(data, str(path)) for path, data in files]
+    monkeypatch.setattr(commit_metadata, "_JSON_DECODER", False)
+    assert [CommitSummary.of_bytes(data, str(path)) for path, data in files] == fast
+
+
 def test_a_commit_summary_is_decoded_once_per_process_and_never_from_other_bytes(tmp_path):
     """Tables opened again share summaries of identical commit files; a file whose bytes changed
     (same name, same size) is decoded afresh."""

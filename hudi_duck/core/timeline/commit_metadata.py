@@ -369,10 +369,16 @@ _JSON_DECODER: Any = None
 
 
 def _json_decoder() -> Any:
-    """A msgspec decoder of v6 commit JSON into the fields a summary needs (built once)."""
+    """A msgspec decoder of v6 commit JSON into the fields a summary needs (built once);
+    False where msgspec is not installed (a Python that has only the executors' modules):
+    summaries are then read off the codec's record."""
     global _JSON_DECODER
     if _JSON_DECODER is None:
-        import msgspec
+        try:
+            import msgspec
+        except ImportError:
+            _JSON_DECODER = False
+            return _JSON_DECODER
 
         from typing import Optional
 
@@ -397,8 +403,11 @@ def _json_decoder() -> Any:
 
 
 def _decode_json_summary(data: bytes) -> CommitSummary | None:
-    """The summary of commit JSON, or None when the typed decoder refuses it."""
-    decoder, refused = _json_decoder()
+    """The summary of commit JSON, or None when the typed decoder refuses it (or is missing)."""
+    built = _json_decoder()
+    if not built:
+        return None
+    decoder, refused = built
     try:
         commit = decoder.decode(data)
     except refused:
