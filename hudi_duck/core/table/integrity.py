@@ -22,8 +22,7 @@ the log scanner's concern (skipped with a warning, or an error when strict).
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from ..errors import MissingFileError
 from ..file_group.file_slice import FileSlice
@@ -34,9 +33,9 @@ from ..timeline.instant import Action
 from .fs_view import CommittedInstants, FileSystemView
 
 
-@dataclass(frozen=True)
-class ExpectedFile:
-    """A data file one completed commit wrote, as its write stat records it."""
+class ExpectedFile(NamedTuple):
+    """A data file one completed commit wrote, as its write stat records it (a named tuple:
+    a plan makes one per file the commits on the timeline wrote)."""
 
     path: str  # relative to the base path
     instant: str  # the commit that wrote it
