@@ -113,14 +113,19 @@ def columns_to_index(schema: pa.Schema, settings: IndexSettings) -> list[str]:
 
 
 def base_file_column_stats(storage: Storage, partition: str, path: str, columns: Iterable[str]) -> list[MetadataRecord]:
-    """Ranges of a parquet base file's columns from its footer (row group statistics)."""
+    """Ranges of a parquet base file's columns, read from its footer."""
     with storage.open(path) as handle:
         meta = pq.ParquetFile(handle).metadata
+    return footer_column_stats(partition, posixpath.basename(path), meta, columns)
+
+
+def footer_column_stats(partition: str, file_name: str, meta: pq.FileMetaData, columns: Iterable[str]) -> list[MetadataRecord]:
+    """Ranges of a base file's columns from its footer (row group statistics): the same
+    records whether the footer is read back or kept by the handle that wrote the file."""
     schema = meta.schema.to_arrow_schema()
     wanted = set(columns)
     out = []
-    file_name = posixpath.basename(path)
-    for index, field in enumerate(schema):
+    for field in schema:
         if field.name not in wanted or not _indexable(field.type):
             continue
         low = high = None
@@ -204,24 +209,68 @@ def _stat_records(metadata: CommitMetadata) -> Iterable[tuple[str, Any]]:
                 yield partition, stat
 
 
+def log_file_column_stats(partition: str, file_name: str, records: pa.Table | None, columns: list[str]) -> list[MetadataRecord]:
+    """Ranges of the records a log file's data block holds; a log file of deletes only
+    gets empty ranges, as Hudi records them."""
+    if records is None:
+        return [
+            column_stats_record(partition, file_name, c, value_count=0, null_count=0, total_size=0, total_uncompressed_size=0)
+            for c in columns
+        ]
+    return table_column_stats(partition, file_name, records, columns)
+
+
 def commit_column_stats_records(
     storage: Storage, metadata: CommitMetadata, instant_time: str, columns: list[str]
 ) -> list[MetadataRecord]:
-    """``convertMetadataToColumnStatsRecords``: ranges of every file a commit wrote."""
+    """``convertMetadataToColumnStatsRecords``: ranges of every file a commit wrote, read back
+    from the files (when the write tasks did not hand them over, see :class:`WrittenFileIndex`)."""
     out: list[MetadataRecord] = []
     for partition, stat in _stat_records(metadata):
         name = posixpath.basename(stat.path)
         if ".log." in name:
             table, _ = _log_records(storage, stat.path, instant_time)
-            if table is None:  # deletes only: empty ranges, as Hudi records them
-                out += [
-                    column_stats_record(partition, name, c, value_count=0, null_count=0, total_size=0, total_uncompressed_size=0)
-                    for c in columns
-                ]
-            else:
-                out += table_column_stats(partition, name, table, columns)
+            out += log_file_column_stats(partition, name, table, columns)
         elif name.endswith(".parquet"):
             out += base_file_column_stats(storage, partition, stat.path, columns)
+    return out
+
+
+@dataclass
+class WrittenFileIndex:
+    """What one data file a write task wrote changes in the index partitions, as its write
+    handle knows it (Hudi builds the same from the handles' write statuses):
+
+    * ``column_stats``: the file's ``column_stats`` records (from the footer the handle
+      kept, or the records of the log block it appended); ``None`` when not asked for;
+    * ``inserted_keys``: keys whose live record is now in this file group and was not
+      before (inserts, keys moved in); ``deleted_keys``: keys whose record this file
+      group dropped. Updates in place are in neither."""
+
+    partition_path: str
+    file_id: str
+    file_name: str
+    column_stats: list[MetadataRecord] | None = None
+    inserted_keys: pa.Array | None = None
+    deleted_keys: pa.Array | None = None
+
+
+def written_column_stats(
+    written: Iterable[WrittenFileIndex], metadata: CommitMetadata
+) -> list[MetadataRecord] | None:
+    """The ``column_stats`` records of a commit from what its write tasks handed over, in the
+    order :func:`commit_column_stats_records` gives them; ``None`` unless every file the
+    commit wrote has its records."""
+    by_file = {(w.partition_path, w.file_name): w.column_stats for w in written}
+    out: list[MetadataRecord] = []
+    for partition, stat in _stat_records(metadata):
+        name = posixpath.basename(stat.path)
+        if ".log." not in name and not name.endswith(".parquet"):
+            continue
+        records = by_file.get((partition, name))
+        if records is None:
+            return None
+        out += records
     return out
 
 
@@ -394,6 +443,10 @@ __all__ = [
     "base_file_column_stats",
     "columns_to_index",
     "commit_column_stats_records",
+    "footer_column_stats",
+    "log_file_column_stats",
+    "written_column_stats",
+    "WrittenFileIndex",
     "commit_record_index_update",
     "deleted_files_column_stats_records",
     "listing_column_stats_records",

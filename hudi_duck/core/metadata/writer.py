@@ -620,12 +620,38 @@ def _list(value: str | None) -> list[str]:
 # -- the commit participant -------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class WrittenIndexes:
+    """The index records of a data instant that its write tasks produced where they wrote
+    the files (an engine's executors), handed to the instant's metadata delta commit so the
+    driver reads none of the files back for them.
+
+    ``columns``: the columns the tasks' ``column_stats`` records cover (``None``: none made);
+    ``files``: per data file written, its records."""
+
+    columns: tuple[str, ...] | None = None
+    files: tuple[indexes.WrittenFileIndex, ...] = ()
+
+
+def attach_written_indexes(transaction: Transaction, written: WrittenIndexes) -> bool:
+    """Hand ``written`` to the metadata participant of ``transaction`` (if the table has a
+    metadata table); it uses what matches the commit and reads the files for the rest."""
+    attached = False
+    for participant in transaction.participants:
+        if isinstance(participant, MetadataParticipant):
+            participant.written = written
+            attached = True
+    return attached
+
+
 @dataclass
 class MetadataParticipant:
     """Brings the metadata table in step with a data instant before the instant completes."""
 
     table: MetadataTable
     indexes: IndexSettings = IndexSettings()
+    #: what the write tasks produced for the index partitions (see :func:`attach_written_indexes`)
+    written: WrittenIndexes | None = None
 
     def prepare_commit(self, transaction: Transaction, metadata: Any) -> None:
         action = transaction.action
@@ -664,7 +690,10 @@ class MetadataParticipant:
         deletes: dict[str, list[str]] = {}
         if self.indexes.column_stats:
             columns = index_columns(storage, self.table.data_config(), self.indexes, metadata)
-            upserts[COLUMN_STATS.name] = indexes.commit_column_stats_records(storage, metadata, instant_time, columns)
+            records = self._written_column_stats(columns, metadata)
+            if records is None:
+                records = indexes.commit_column_stats_records(storage, metadata, instant_time, columns)
+            upserts[COLUMN_STATS.name] = records
         if self.indexes.record_index:
             reader = MetadataReader(storage)
             table = HudiTable(storage.base_uri, storage.storage_options)
@@ -674,6 +703,13 @@ class MetadataParticipant:
             upserts[RECORD_INDEX.name] = list(update.upserts)
             deletes[RECORD_INDEX.name] = list(update.deletes)
         return upserts, deletes
+
+    def _written_column_stats(self, columns: list[str], metadata: CommitMetadata) -> list[MetadataRecord] | None:
+        """The write tasks' ``column_stats`` records, when they cover these columns and every file."""
+        written = self.written
+        if written is None or written.columns is None or list(written.columns) != columns:
+            return None
+        return indexes.written_column_stats(written.files, metadata)
 
     def _restore(self, instant_time: str, metadata: RestoreMetadata) -> None:
         """Undo the delta commits of the instants the restore rolled back (latest first), then
@@ -699,15 +735,21 @@ class MetadataParticipant:
 
 
 def index_columns(
-    storage: Storage, config: TableConfig, settings: IndexSettings, metadata: CommitMetadata | None = None
+    storage: Storage,
+    config: TableConfig,
+    settings: IndexSettings,
+    metadata: CommitMetadata | None = None,
+    schema_json: str | None = None,
 ) -> list[str]:
     """Columns the ``column_stats`` partition indexes: the configured list, else the meta
-    columns and every top-level field of the writer schema (the commit's, else the table's)."""
+    columns and every top-level field of the writer schema (``schema_json``, else the
+    commit's, else the table's)."""
     import json
 
     if settings.column_stats_columns:
         return list(settings.column_stats_columns)
-    schema_json = (metadata.extra_metadata or {}).get("schema") if metadata is not None else None
+    if not schema_json:
+        schema_json = (metadata.extra_metadata or {}).get("schema") if metadata is not None else None
     if not schema_json:
         from ..table.table import HudiTable
 
@@ -766,6 +808,8 @@ __all__ = [
     "MetadataSettings",
     "MetadataTable",
     "MetadataWriteError",
+    "WrittenIndexes",
+    "attach_written_indexes",
     "list_data_files",
     "participant_for",
     "register",

@@ -1,0 +1,186 @@
+"""The metadata table's index records come from the Spark write tasks, not from the driver
+reading the files back.
+
+* a spy on the driver's storage reads shows no written data file is opened for them, and
+  the driver-side builders (``commit_column_stats_records``) are never called;
+* at every commit the records the tasks produced equal, byte for byte, what the driver
+  path builds from the written files at that moment (COW and MOR, inserts, updates,
+  deletes, partitioned and not, many column types, Avro and parquet log blocks);
+* the tables read the same through the metadata table, from a listing and with hudi-rs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import random
+
+import pytest
+
+import spark_writer
+from hudi_duck.api import read_snapshot
+from hudi_duck.core.metadata import indexes, writer
+from hudi_duck.core.metadata.files_reader import MetadataTable as MetadataReader
+from hudi_duck.core.metadata.layout import COLUMN_STATS
+from hudi_duck.core.metadata.records import encode_value
+from hudi_duck.core.storage.storage import Storage
+from hudi_duck.core.timeline.commit_metadata import CommitMetadata
+from mdt_options import mdt_test_options
+from oracle import canonical_rows, hudi_rs_read
+
+pyspark = pytest.importorskip("pyspark")
+
+DDL = "id string, p string, v int, ts long, f float, d double, b boolean, dec decimal(12,3), day date, at timestamp, bin binary"
+COLUMNS = ["id", "p", "v", "ts", "f", "d", "b", "dec", "day", "at", "bin"]
+COLUMN_STATS_ONLY = {"hoodie.metadata.index.column.stats.enable": "true"}
+
+
+def _row(rng: random.Random, key: str, ts: int) -> tuple:
+    nothing = rng.random() < 0.2
+    return (
+        key,
+        "abc"[sum(map(ord, key)) % 3],
+        None if nothing else rng.randint(-1000, 1000),
+        ts,
+        None if nothing else rng.uniform(-5, 5),
+        rng.uniform(-1e6, 1e6),
+        rng.random() < 0.5,
+        None if nothing else decimal.Decimal(rng.randint(-10**8, 10**8)).scaleb(-3),
+        dt.date(2020, 1, 1) + dt.timedelta(days=rng.randint(0, 2000)),
+        None if nothing else dt.datetime(2021, 1, 1) + dt.timedelta(seconds=rng.randint(0, 10**8), microseconds=rng.randint(0, 999999)),
+        bytes(rng.randrange(256) for _ in range(rng.randint(0, 6))),
+    )
+
+
+class _Twin:
+    """Checks, at every data commit, the tasks' index records against the driver path's."""
+
+    def __init__(self) -> None:
+        self.checked_column_stats = 0
+
+    def install(self, monkeypatch) -> None:
+        original = writer.MetadataParticipant.prepare_commit
+        twin = self
+
+        def prepare_commit(participant, transaction, metadata):
+            if isinstance(metadata, CommitMetadata) and participant.written is not None:
+                twin.compare(participant, transaction.requested_time, metadata)
+            return original(participant, transaction, metadata)
+
+        monkeypatch.setattr(writer.MetadataParticipant, "prepare_commit", prepare_commit)
+
+    def compare(self, participant, instant_time: str, metadata: CommitMetadata) -> None:
+        storage = participant.table.storage
+        if participant.indexes.column_stats:
+            columns = writer.index_columns(storage, participant.table.data_config(), participant.indexes, metadata)
+            expected = indexes.commit_column_stats_records(storage, metadata, instant_time, columns)
+            got = participant._written_column_stats(columns, metadata)
+            assert got is not None, "the tasks' column stats were not used"
+            assert [(r.key, encode_value(r)) for r in got] == [(r.key, encode_value(r)) for r in expected]
+            self.checked_column_stats += 1
+
+
+def _opts(name: str, table_type: str, partitioned: bool, **extra) -> dict:
+    return mdt_test_options(name, table_type, partitioned, **{**COLUMN_STATS_ONLY, **extra})
+
+
+def _write(spark, path: str, rows: list[tuple], opts: dict, **overrides):
+    df = spark.createDataFrame(rows, DDL)
+    return spark_writer.write(df, path, {**opts, **{k: str(v) for k, v in overrides.items()}})
+
+
+def _sequence(spark, path: str, opts: dict, seed: int) -> None:
+    """Inserts, updates (with new keys), deletes, then inserts again."""
+    rng = random.Random(seed)
+    ts = 0
+
+    def rows(keys):
+        nonlocal ts
+        ts += 1
+        return [_row(rng, k, ts) for k in keys]
+
+    keys = [f"k{i:03d}" for i in range(60)]
+    _write(spark, path, rows(keys), opts)
+    for step in range(2):
+        _write(spark, path, rows(rng.sample(keys, 12) + [f"n{step}{i}" for i in range(6)]), opts)
+        live = sorted(read_snapshot(path, columns=["id"]).read_all().column("id").to_pylist())
+        _write(spark, path, rows(rng.sample(live, 4)), opts, **{"hoodie.datasource.write.operation": "delete"})
+    _write(spark, path, rows([f"m{i}" for i in range(5)]), opts, **{"hoodie.datasource.write.operation": "insert"})
+
+
+def _check_reads(path: str) -> None:
+    columns = ["_hoodie_record_key", "id", "p", "v", "ts", "d", "b", "day"]
+    ours = canonical_rows(read_snapshot(path).read_all(), columns)
+    assert canonical_rows(read_snapshot(path, metadata_enable=False).read_all(), columns) == ours
+    assert canonical_rows(hudi_rs_read(path), columns) == ours
+
+
+@pytest.mark.parametrize(
+    "table_type,partitioned,block_format",
+    [
+        ("COPY_ON_WRITE", True, "avro"),
+        ("COPY_ON_WRITE", False, "avro"),
+        ("MERGE_ON_READ", True, "avro"),
+        ("MERGE_ON_READ", False, "parquet"),
+    ],
+    ids=["cow-partitioned", "cow-nonpartitioned", "mor-partitioned", "mor-parquet-blocks"],
+)
+def test_task_column_stats_equal_the_driver_path(small_spark, tmp_path, monkeypatch, table_type, partitioned, block_format):
+    twin = _Twin()
+    twin.install(monkeypatch)
+    path = str(tmp_path / "t")
+    opts = _opts("cs", table_type, partitioned, **{"hoodie.logfile.data.block.format": block_format})
+    _sequence(small_spark, path, opts, seed=3 if partitioned else 5)
+    assert twin.checked_column_stats == 6
+    stats, _ = MetadataReader(Storage(path)).records(COLUMN_STATS.name)
+    assert stats
+    _check_reads(path)
+
+
+def test_driver_reads_no_written_file_for_column_stats(small_spark, tmp_path, monkeypatch):
+    """The driver process opens none of the data files a write made (executors are other
+    processes: the spy sees the driver's reads only)."""
+    path = str(tmp_path / "t")
+    opened: list[str] = []
+    for name in ("open", "read", "read_range"):
+        original = getattr(Storage, name)
+
+        def spy(self, rel, *args, _original=original, **kwargs):
+            opened.append(self.uri(rel))
+            return _original(self, rel, *args, **kwargs)
+
+        monkeypatch.setattr(Storage, name, spy)
+    builders: list[str] = []
+    original_builder = indexes.commit_column_stats_records
+
+    def builder(*args, **kwargs):
+        builders.append("commit_column_stats_records")
+        return original_builder(*args, **kwargs)
+
+    monkeypatch.setattr(indexes, "commit_column_stats_records", builder)
+    rng = random.Random(1)
+    for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+        target = f"{path}-{table_type}"
+        opts = _opts("spy", table_type, True)
+        _write(small_spark, target, [_row(rng, f"k{i}", 1) for i in range(30)], opts)
+        opened.clear()
+        results = [
+            _write(small_spark, target, [_row(rng, f"k{i}", 2) for i in range(0, 30, 3)] + [_row(rng, "new", 2)], opts),
+            _write(small_spark, target, [_row(rng, "k1", 3)], opts, **{"hoodie.datasource.write.operation": "delete"}),
+        ]
+        written = _data_files(target, [r.instant_time for r in results])
+        assert written
+        assert not [p for p in opened if any(p.endswith(w) for w in written)]
+    assert builders == []
+
+
+def _data_files(path: str, instants: list[str]) -> list[str]:
+    from hudi_duck.core.table.table import HudiTable
+
+    table = HudiTable(path)
+    out = []
+    for instant in table.timeline.completed():
+        if instant.requested_time in instants:
+            metadata = table.timeline.commit_metadata(instant)
+            out += [s.path for stats in metadata.partition_to_write_stats.values() for s in stats or () if s.path]
+    return out
