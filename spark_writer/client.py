@@ -358,7 +358,14 @@ class WriteClient:
         written = self._written
         if written is None:
             return
-        attach_written_indexes(txn, WrittenIndexes(self._index_columns(table, avro_schema), tuple(written.files)))
+        record_index = None
+        if written.record_index_changes is not None:
+            from .metadata_index import SparkRecordIndexWriter
+
+            record_index = SparkRecordIndexWriter(written.record_index_changes)
+        attach_written_indexes(
+            txn, WrittenIndexes(self._index_columns(table, avro_schema), tuple(written.files), record_index)
+        )
 
     def _run_inline_services(self, cfg: WriteConfig, result: WriteResult, started: float) -> None:
         """Services after the commit: a failure never undoes the write. It is raised as a
@@ -424,6 +431,7 @@ class WriteClient:
             files=cfg.file_settings,
             virtual_key_table={} if table.config.populate_meta_fields else dict(table.config.props),
             column_stats_columns=self._index_columns(table, avro_schema),
+            record_index=cfg.metadata_settings.enabled and cfg.metadata_settings.indexes.record_index,
         )
 
     def _execute(self, df, table, cfg, operation, instant_time, avro_schema, to_inflight):

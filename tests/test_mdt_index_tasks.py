@@ -2,11 +2,15 @@
 reading the files back.
 
 * a spy on the driver's storage reads shows no written data file is opened for them, and
-  the driver-side builders (``commit_column_stats_records``) are never called;
+  the driver-side builders (``commit_column_stats_records``, ``commit_record_index_update``)
+  are never called;
 * at every commit the records the tasks produced equal, byte for byte, what the driver
   path builds from the written files at that moment (COW and MOR, inserts, updates,
-  deletes, partitioned and not, many column types, Avro and parquet log blocks);
-* the tables read the same through the metadata table, from a listing and with hudi-rs.
+  deletes, partitioned and not, many column types, Avro and parquet log blocks); the
+  record-index log files Spark tasks wrote are byte for byte the files the driver path
+  writes for the same changes, in the same file groups;
+* the tables read the same through the metadata table, from a listing and with hudi-rs,
+  and the record index equals the model of the latest file slices.
 """
 
 from __future__ import annotations
@@ -21,9 +25,14 @@ import spark_writer
 from hudi_duck.api import read_snapshot
 from hudi_duck.core.metadata import indexes, writer
 from hudi_duck.core.metadata.files_reader import MetadataTable as MetadataReader
-from hudi_duck.core.metadata.layout import COLUMN_STATS
-from hudi_duck.core.metadata.records import encode_value
+from hudi_duck.core.config.table_config import TableConfig
+from hudi_duck.core.file_group.reader import read_slice
+from hudi_duck.core.metadata.layout import COLUMN_STATS, RECORD_INDEX, file_group_id, file_group_index, records_by_file_group
+from hudi_duck.core.metadata.records import encode_value, record_location
 from hudi_duck.core.storage.storage import Storage
+from hudi_duck.core.table.read_plan import plan_snapshot
+from hudi_duck.core.table.table import HudiTable
+from hudi_duck.core.timeline.active import Timeline
 from hudi_duck.core.timeline.commit_metadata import CommitMetadata
 from mdt_options import mdt_test_options
 from oracle import canonical_rows, hudi_rs_read
@@ -32,7 +41,12 @@ pyspark = pytest.importorskip("pyspark")
 
 DDL = "id string, p string, v int, ts long, f float, d double, b boolean, dec decimal(12,3), day date, at timestamp, bin binary"
 COLUMNS = ["id", "p", "v", "ts", "f", "d", "b", "dec", "day", "at", "bin"]
-COLUMN_STATS_ONLY = {"hoodie.metadata.index.column.stats.enable": "true"}
+INDEXES = {
+    "hoodie.metadata.index.column.stats.enable": "true",
+    "hoodie.metadata.record.index.enable": "true",
+    "hoodie.metadata.record.index.min.filegroup.count": "3",
+    "hoodie.metadata.record.index.max.filegroup.count": "3",
+}
 
 
 def _row(rng: random.Random, key: str, ts: int) -> tuple:
@@ -55,17 +69,25 @@ def _row(rng: random.Random, key: str, ts: int) -> tuple:
 class _Twin:
     """Checks, at every data commit, the tasks' index records against the driver path's."""
 
-    def __init__(self) -> None:
+    def __init__(self, tmp_path) -> None:
         self.checked_column_stats = 0
+        self.checked_record_index = 0
+        self.record_index_files = 0
+        self.scratch = tmp_path / "scratch"
 
     def install(self, monkeypatch) -> None:
         original = writer.MetadataParticipant.prepare_commit
         twin = self
 
         def prepare_commit(participant, transaction, metadata):
+            expected = None
             if isinstance(metadata, CommitMetadata) and participant.written is not None:
                 twin.compare(participant, transaction.requested_time, metadata)
-            return original(participant, transaction, metadata)
+                expected = twin.driver_record_index(participant, transaction.requested_time, metadata)
+            result = original(participant, transaction, metadata)
+            if expected is not None:
+                twin.compare_record_index(participant, transaction.requested_time, expected)
+            return result
 
         monkeypatch.setattr(writer.MetadataParticipant, "prepare_commit", prepare_commit)
 
@@ -79,9 +101,42 @@ class _Twin:
             assert [(r.key, encode_value(r)) for r in got] == [(r.key, encode_value(r)) for r in expected]
             self.checked_column_stats += 1
 
+    def driver_record_index(self, participant, instant_time: str, metadata: CommitMetadata):
+        """What the driver path writes into each record-index file group for this commit."""
+        if not participant._record_index_by_engine(metadata):
+            return None
+        storage = participant.table.storage
+        reader = MetadataReader(storage)
+        update = indexes.commit_record_index_update(
+            storage, HudiTable(storage.base_uri), metadata, instant_time, lambda keys: indexes.lookup_record_index(reader, keys)
+        )
+        count = len(reader.view.latest_slices(partitions=[RECORD_INDEX.name]))
+        upserts = records_by_file_group(update.upserts, RECORD_INDEX, count)
+        deletes: dict[str, list[str]] = {}
+        for key in update.deletes:
+            deletes.setdefault(file_group_id(RECORD_INDEX, file_group_index(key, count)), []).append(key)
+        return {f: (upserts.get(f, []), deletes.get(f, [])) for f in set(upserts) | set(deletes)}
+
+    def compare_record_index(self, participant, instant_time: str, expected) -> None:
+        mdt = participant.table.mdt
+        timeline = Timeline.load(mdt, TableConfig.load(mdt))
+        delta = next(i for i in timeline.completed() if i.requested_time == instant_time)
+        stats = [s for s in timeline.commit_metadata(delta).partition_to_write_stats.get(RECORD_INDEX.name) or ()]
+        assert {s.file_id for s in stats} == set(expected)
+        for stat in stats:
+            target = writer.LogFileTarget(RECORD_INDEX.name, stat.file_id, stat.prev_commit, stat.log_version, stat.base_file)
+            assert target.file_name == stat.path.rsplit("/", 1)[-1]
+            scratch = Storage(str(self.scratch / instant_time / stat.file_id))
+            records, deletes = expected[stat.file_id]
+            twin_stat = writer.write_log_file(scratch, target, instant_time, records, deletes)
+            assert mdt.read(stat.path) == scratch.read(twin_stat.path)
+            assert twin_stat.to_json_record() == stat.to_json_record()
+            self.record_index_files += 1
+        self.checked_record_index += 1
+
 
 def _opts(name: str, table_type: str, partitioned: bool, **extra) -> dict:
-    return mdt_test_options(name, table_type, partitioned, **{**COLUMN_STATS_ONLY, **extra})
+    return mdt_test_options(name, table_type, partitioned, **{**INDEXES, **extra})
 
 
 def _write(spark, path: str, rows: list[tuple], opts: dict, **overrides):
@@ -109,6 +164,14 @@ def _sequence(spark, path: str, opts: dict, seed: int) -> None:
 
 
 def _check_reads(path: str) -> None:
+    """Reads agree, and the record index is the model of the latest file slices."""
+    plan = plan_snapshot(HudiTable(path))
+    model = {}
+    for file_slice in plan.slices:
+        for key in plan.context().keys(read_slice(plan.context(), file_slice)).to_pylist():
+            model[key] = (file_slice.partition_path, file_slice.file_id)
+    index, _ = MetadataReader(Storage(path)).records(RECORD_INDEX.name)
+    assert {k: (record_location(r).partition_path, record_location(r).file_id) for k, r in index.items()} == model
     columns = ["_hoodie_record_key", "id", "p", "v", "ts", "d", "b", "day"]
     ours = canonical_rows(read_snapshot(path).read_all(), columns)
     assert canonical_rows(read_snapshot(path, metadata_enable=False).read_all(), columns) == ours
@@ -125,19 +188,20 @@ def _check_reads(path: str) -> None:
     ],
     ids=["cow-partitioned", "cow-nonpartitioned", "mor-partitioned", "mor-parquet-blocks"],
 )
-def test_task_column_stats_equal_the_driver_path(small_spark, tmp_path, monkeypatch, table_type, partitioned, block_format):
-    twin = _Twin()
+def test_task_index_records_equal_the_driver_path(small_spark, tmp_path, monkeypatch, table_type, partitioned, block_format):
+    twin = _Twin(tmp_path)
     twin.install(monkeypatch)
     path = str(tmp_path / "t")
     opts = _opts("cs", table_type, partitioned, **{"hoodie.logfile.data.block.format": block_format})
     _sequence(small_spark, path, opts, seed=3 if partitioned else 5)
     assert twin.checked_column_stats == 6
+    assert twin.checked_record_index == 6 and twin.record_index_files >= 10
     stats, _ = MetadataReader(Storage(path)).records(COLUMN_STATS.name)
     assert stats
     _check_reads(path)
 
 
-def test_driver_reads_no_written_file_for_column_stats(small_spark, tmp_path, monkeypatch):
+def test_driver_reads_no_written_file_for_index_records(small_spark, tmp_path, monkeypatch):
     """The driver process opens none of the data files a write made (executors are other
     processes: the spy sees the driver's reads only)."""
     path = str(tmp_path / "t")
@@ -151,13 +215,14 @@ def test_driver_reads_no_written_file_for_column_stats(small_spark, tmp_path, mo
 
         monkeypatch.setattr(Storage, name, spy)
     builders: list[str] = []
-    original_builder = indexes.commit_column_stats_records
+    for name in ("commit_column_stats_records", "commit_record_index_update"):
+        original_builder = getattr(indexes, name)
 
-    def builder(*args, **kwargs):
-        builders.append("commit_column_stats_records")
-        return original_builder(*args, **kwargs)
+        def builder(*args, _name=name, _original=original_builder, **kwargs):
+            builders.append(_name)
+            return _original(*args, **kwargs)
 
-    monkeypatch.setattr(indexes, "commit_column_stats_records", builder)
+        monkeypatch.setattr(indexes, name, builder)
     rng = random.Random(1)
     for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
         target = f"{path}-{table_type}"

@@ -366,12 +366,7 @@ def commit_record_index_update(
             keys = [k for k in keys if k not in old]
         for key in keys:
             written[key] = (partition, stat.file_id)
-    for partition, file_ids in (metadata.partition_to_replace_file_ids or {}).items():
-        if view is None:
-            break
-        for file_slice in view.latest_slices(partitions=[partition]):
-            if file_slice.file_id in set(file_ids):
-                removed.update(slice_keys(storage, table, file_slice))
+    removed.update(replaced_keys(storage, table, metadata))
     current = lookup(sorted(written)) if written else {}
     upserts = []
     for key, (partition, file_id) in sorted(written.items()):
@@ -381,6 +376,38 @@ def commit_record_index_update(
         upserts.append(record_index_record(key, partition, file_id, instant_time))
     deletes = tuple(sorted(k for k in removed if k not in written))
     return RecordIndexUpdate(tuple(upserts), deletes)
+
+
+def replaced_keys(storage: Storage, table: Any, metadata: CommitMetadata) -> set[str]:
+    """Live keys of the file groups a replace commit replaces (``table``: before the commit)."""
+    out: set[str] = set()
+    view = table.file_system_view if table is not None else None
+    if view is None:
+        return out
+    for partition, file_ids in (metadata.partition_to_replace_file_ids or {}).items():
+        wanted = set(file_ids)
+        for file_slice in view.latest_slices(partitions=[partition]):
+            if file_slice.file_id in wanted:
+                out.update(slice_keys(storage, table, file_slice))
+    return out
+
+
+def record_index_changes(
+    keys: Iterable[str], partitions: Iterable[str | None], file_ids: Iterable[str | None], deleted: Iterable[bool], instant_time: str
+) -> tuple[list[MetadataRecord], list[str]]:
+    """What a set of write-task changes (key, partition, file id, deleted) does to the record
+    index, in the order a delta commit writes them: upserts sorted by key, then deleted keys
+    sorted. A key deleted in one file group and written into another (a partition move under
+    a global index) keeps its new location, as Hudi reduces them by key."""
+    moved: dict[str, tuple[str, str]] = {}
+    gone: set[str] = set()
+    for key, partition, file_id, is_delete in zip(keys, partitions, file_ids, deleted):
+        if is_delete:
+            gone.add(key)
+        else:
+            moved[key] = (partition or "", file_id or "")
+    upserts = [record_index_record(k, p, f, instant_time) for k, (p, f) in sorted(moved.items())]
+    return upserts, sorted(gone.difference(moved))
 
 
 def _previous_base(view: Any, partition: str, file_id: str) -> str | None:
@@ -451,7 +478,9 @@ __all__ = [
     "deleted_files_column_stats_records",
     "listing_column_stats_records",
     "lookup_record_index",
+    "record_index_changes",
     "record_index_file_group_count",
+    "replaced_keys",
     "table_column_stats",
     "table_record_index_records",
 ]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import posixpath
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config.table_config import Keys, TableConfig
 from ..errors import HudiError
@@ -375,11 +375,14 @@ class MetadataTable:
         records: list[MetadataRecord],
         index_records: dict[str, list[MetadataRecord]] | None = None,
         index_deletes: dict[str, list[str]] | None = None,
+        index_writers: "dict[str, EngineIndexWrite] | None" = None,
     ) -> None:
         """One delta commit at ``instant_time``: an HFile data block as a new log file of the
         ``files`` file group and, for the index partitions, of each file group their records
-        map to (deleted keys in a delete block after it). A delta commit left at that time
-        by an earlier attempt is rolled back first (``commitInternal``)."""
+        map to (deleted keys in a delete block after it). ``index_writers``: partitions whose
+        log files someone else writes (an engine's tasks, where the records are), given every
+        file group's target; their write stats join the commit. A delta commit left at that
+        time by an earlier attempt is rolled back first (``commitInternal``)."""
         from ..table.fs_view import FileSystemView
 
         timeline = self.timeline()
@@ -388,12 +391,17 @@ class MetadataTable:
             self.rollback(timeline, earlier.latest, rollback_instant(instant_time))
             timeline = self.timeline()
         view = FileSystemView(self.mdt, timeline.config, timeline)
-        writes: list[tuple[Any, list[MetadataRecord], list[str]]] = [(self._latest_files_slice(timeline), records, [])]
-        for name in sorted(set(index_records or {}) | set(index_deletes or {})):
+        writes: list[Any] = [(self._latest_files_slice(timeline), records, [])]
+        engine = index_writers or {}
+        for name in sorted(set(index_records or {}) | set(index_deletes or {}) | set(engine)):
             slices = {s.file_id: s for s in view.latest_slices(partitions=[name])}
             if not slices:
                 raise MetadataWriteError(f"{self.mdt.uri(name)}: metadata partition {name} has no file groups")
             partition = PARTITIONS_BY_NAME[name]
+            if name in engine:
+                targets = log_file_targets(self.mdt, partition, list(slices.values()))
+                writes.append((engine[name], targets))
+                continue
             grouped = records_by_file_group((index_records or {}).get(name, []), partition, len(slices))
             deleted: dict[str, list[str]] = {}
             for key in (index_deletes or {}).get(name, []):
@@ -405,52 +413,21 @@ class MetadataTable:
         txn = Transaction.start(timeline, Action.DELTA_COMMIT, instant_time=instant_time)
         with txn:
             txn.begin()
-            stats = [self._append(file_slice, instant_time, upserts, deletes) for file_slice, upserts, deletes in writes]
+            stats = []
+            for write in writes:
+                if len(write) == 2:  # written where the records are
+                    engine_write, targets = write
+                    written = engine_write.writer.write_log_files(self.mdt, targets, instant_time, list(engine_write.deleted_keys))
+                    stats += sorted(written, key=lambda s: s.file_id)
+                else:
+                    stats.append(self._append(*write[:1], instant_time, *write[1:]))
             txn.commit(CommitMetadata.of(
                 stats, compacted=False, extra_metadata={"schema": writer_schema_json()}, operation_type="UPSERT_PREPPED"
             ))
 
     def _append(self, file_slice: Any, instant_time: str, records: list[MetadataRecord], deletes: list[str]) -> WriteStat:
         """A new log file version of ``file_slice``'s file group: a data block, then a delete block."""
-        from ..file_group.log_blocks import DeleteRecord, encode_delete_records
-        from ..file_group.log_format import BlockType, HeaderKey, encode_block
-        from ..write.handles import next_log_version
-
-        partition = file_slice.partition_path
-        file_id = file_slice.file_id
-        base_instant = file_slice.base_instant_time
-        version = max((lf.version for lf in file_slice.log_files), default=0) + 1
-        version = max(version, next_log_version(self.mdt, partition, file_id, base_instant))
-        name = log_file_name(file_id, base_instant, version, WRITE_TOKEN)
-        path = posixpath.join(partition, name)
-        create_marker(self.mdt, instant_time, partition, name, IOType.APPEND)
-        blocks = []
-        if records or not deletes:
-            blocks.append(hfile_data_block(records, instant_time))
-        if deletes:
-            entries = tuple(DeleteRecord(key, partition) for key in sorted(deletes))
-            header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: writer_schema_json()}  # one header for both blocks
-            blocks.append(encode_block(BlockType.DELETE_BLOCK, header, encode_delete_records(entries)))
-        data = b"".join(blocks)
-        self.mdt.write(path, data)
-        count = len(records) + len(deletes)
-        return WriteStat.for_log(
-            file_id=file_id,
-            path=path,
-            prev_commit=base_instant,
-            num_writes=len(records),
-            num_update_writes=len(records),
-            num_deletes=len(deletes),
-            total_write_bytes=len(data),
-            partition_path=partition,
-            total_log_records=count,
-            total_log_blocks=len(blocks),
-            file_size_in_bytes=len(data),
-            log_version=version,
-            log_offset=0,
-            base_file=posixpath.basename(file_slice.base_file.path) if file_slice.base_file is not None else "",
-            log_files=[name],
-        )
+        return write_log_file(self.mdt, log_file_target(self.mdt, file_slice), instant_time, records, deletes)
 
     def rollback(self, timeline: Timeline, instant: Instant, rollback_time: str) -> None:
         """Roll back one instant of the metadata table at ``rollback_time`` (or a fresh time if taken)."""
@@ -599,6 +576,138 @@ class MetadataTable:
         )
 
 
+# -- log files of the metadata table's file groups ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogFileTarget:
+    """The new log file a delta commit writes into one metadata file group (picklable:
+    an engine's task may write it)."""
+
+    partition: str
+    file_id: str
+    base_instant: str
+    version: int
+    #: the slice's base file name ("" without one)
+    base_file: str = ""
+
+    @property
+    def file_name(self) -> str:
+        return log_file_name(self.file_id, self.base_instant, self.version, WRITE_TOKEN)
+
+
+def log_file_target(mdt: Storage, file_slice: Any, listed_version: int | None = None) -> LogFileTarget:
+    """The next log file of ``file_slice``: one past its own logs and any log file of the
+    slice the listing shows (storage without appends: a new file every time)."""
+    from ..write.handles import next_log_version
+
+    partition = file_slice.partition_path
+    base_instant = file_slice.base_instant_time
+    version = max((lf.version for lf in file_slice.log_files), default=0) + 1
+    if listed_version is None:
+        listed_version = next_log_version(mdt, partition, file_slice.file_id, base_instant)
+    version = max(version, listed_version)
+    base_file = posixpath.basename(file_slice.base_file.path) if file_slice.base_file is not None else ""
+    return LogFileTarget(partition, file_slice.file_id, base_instant, version, base_file)
+
+
+def log_file_targets(mdt: Storage, partition: MetadataPartition, slices: list[Any]) -> dict[int, LogFileTarget]:
+    """Every file group's next log file, by file group index (one listing of the partition)."""
+    highest: dict[tuple[str, str], int] = {}
+    for info in mdt.list(partition.name):
+        parsed = parse_log_file(partition.name, info.name)
+        if parsed is not None:
+            slot = (parsed.file_id, parsed.instant_time)
+            highest[slot] = max(highest.get(slot, 0), parsed.version)
+    out: dict[int, LogFileTarget] = {}
+    for index in range(len(slices)):
+        file_id = file_group_id(partition, index)
+        file_slice = next((s for s in slices if s.file_id == file_id), None)
+        if file_slice is None:
+            raise MetadataWriteError(f"{mdt.uri(partition.name)}: no file group {file_id}")
+        listed = highest.get((file_id, file_slice.base_instant_time), 0) + 1
+        out[index] = log_file_target(mdt, file_slice, listed)
+    return out
+
+
+def write_log_file(
+    mdt: Storage, target: LogFileTarget, instant_time: str, records: list[MetadataRecord], deletes: list[str]
+) -> WriteStat:
+    """Write a delta commit's log file into a metadata file group: its marker, then an HFile
+    data block (even empty, unless there are only deletes) and a delete block of ``deletes``
+    (one header for both). The same bytes wherever it runs (driver or engine task)."""
+    from ..file_group.log_blocks import DeleteRecord, encode_delete_records
+    from ..file_group.log_format import BlockType, HeaderKey, encode_block
+
+    partition = target.partition
+    name = target.file_name
+    path = posixpath.join(partition, name)
+    create_marker(mdt, instant_time, partition, name, IOType.APPEND)
+    blocks = []
+    if records or not deletes:
+        blocks.append(hfile_data_block(records, instant_time))
+    if deletes:
+        entries = tuple(DeleteRecord(key, partition) for key in sorted(deletes))
+        header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: writer_schema_json()}  # one header for both blocks
+        blocks.append(encode_block(BlockType.DELETE_BLOCK, header, encode_delete_records(entries)))
+    data = b"".join(blocks)
+    mdt.write(path, data)
+    count = len(records) + len(deletes)
+    return WriteStat.for_log(
+        file_id=target.file_id,
+        path=path,
+        prev_commit=target.base_instant,
+        num_writes=len(records),
+        num_update_writes=len(records),
+        num_deletes=len(deletes),
+        total_write_bytes=len(data),
+        partition_path=partition,
+        total_log_records=count,
+        total_log_blocks=len(blocks),
+        file_size_in_bytes=len(data),
+        log_version=target.version,
+        log_offset=0,
+        base_file=target.base_file,
+        log_files=[name],
+    )
+
+
+def write_record_index_log_file(
+    mdt: Storage,
+    target: LogFileTarget,
+    instant_time: str,
+    keys: Any,
+    partitions: Any,
+    file_ids: Any,
+    deleted: Any,
+) -> WriteStat | None:
+    """An engine task's part of a record-index delta commit: the changes (key, partition,
+    file id, deleted) of one file group, reduced by key, as its new log file (none without changes)."""
+    upserts, deletes = indexes.record_index_changes(keys, partitions, file_ids, deleted, instant_time)
+    if not upserts and not deletes:
+        return None
+    return write_log_file(mdt, target, instant_time, upserts, deletes)
+
+
+class IndexLogWriter(Protocol):
+    """Writes an index partition's log files of a delta commit where its records are (an
+    engine's tasks, each calling :func:`write_record_index_log_file` for its file groups):
+    ``targets`` by file group index; ``deleted_keys``: deletes the committer adds to the
+    tasks' changes. Returns the stats of the files written."""
+
+    def write_log_files(
+        self, mdt: Storage, targets: dict[int, LogFileTarget], instant_time: str, deleted_keys: list[str]
+    ) -> list[WriteStat]: ...
+
+
+@dataclass(frozen=True)
+class EngineIndexWrite:
+    """An index partition of a delta commit written by an :class:`IndexLogWriter`."""
+
+    writer: IndexLogWriter
+    deleted_keys: tuple[str, ...] = ()
+
+
 def archival_bound(storage: Storage, config: TableConfig) -> str | None:
     """How far the data table's archival may go with a metadata table (``getCommitInstantsToArchive``):
     instants earlier than the metadata table's latest compaction; with none yet, nothing
@@ -627,10 +736,13 @@ class WrittenIndexes:
     driver reads none of the files back for them.
 
     ``columns``: the columns the tasks' ``column_stats`` records cover (``None``: none made);
-    ``files``: per data file written, its records."""
+    ``files``: per data file written, its records; ``record_index``: writes the
+    ``record_index`` log files from the record-index changes the tasks kept (the keys never
+    come to the driver)."""
 
     columns: tuple[str, ...] | None = None
     files: tuple[indexes.WrittenFileIndex, ...] = ()
+    record_index: "IndexLogWriter | None" = None
 
 
 def attach_written_indexes(transaction: Transaction, written: WrittenIndexes) -> bool:
@@ -658,7 +770,14 @@ class MetadataParticipant:
         instant_time = transaction.requested_time
         if action in _COMMIT_ACTIONS and isinstance(metadata, CommitMetadata):
             upserts, deletes = self._commit_index_records(instant_time, metadata)
-            self.table.delta_commit(instant_time, commit_records(metadata), upserts, deletes)
+            engine = self._engine_record_index(metadata)
+            if engine is not None:
+                upserts.pop(RECORD_INDEX.name, None)
+                deletes.pop(RECORD_INDEX.name, None)
+            self.table.delta_commit(
+                instant_time, commit_records(metadata), upserts, deletes,
+                index_writers={RECORD_INDEX.name: engine} if engine is not None else None,
+            )
         elif action == Action.CLEAN and isinstance(metadata, CleanMetadata):
             upserts: dict[str, list[MetadataRecord]] = {}
             if self.indexes.column_stats:
@@ -694,7 +813,7 @@ class MetadataParticipant:
             if records is None:
                 records = indexes.commit_column_stats_records(storage, metadata, instant_time, columns)
             upserts[COLUMN_STATS.name] = records
-        if self.indexes.record_index:
+        if self.indexes.record_index and not self._record_index_by_engine(metadata):
             reader = MetadataReader(storage)
             table = HudiTable(storage.base_uri, storage.storage_options)
             update = indexes.commit_record_index_update(
@@ -703,6 +822,30 @@ class MetadataParticipant:
             upserts[RECORD_INDEX.name] = list(update.upserts)
             deletes[RECORD_INDEX.name] = list(update.deletes)
         return upserts, deletes
+
+    def _record_index_by_engine(self, metadata: CommitMetadata) -> bool:
+        """Whether the write tasks' record-index changes make this commit's record-index update
+        (a write's; compactions change no location, and table services report no changes)."""
+        operation = (metadata.operation_type or "").upper()
+        return (
+            self.indexes.record_index
+            and self.written is not None
+            and self.written.record_index is not None
+            and operation not in ("COMPACT", "LOG_COMPACT", "CLUSTER")
+        )
+
+    def _engine_record_index(self, metadata: CommitMetadata) -> "EngineIndexWrite | None":
+        """The engine's write of the record index, with the keys of the file groups a replace
+        commit replaced (read from those, not from the files written) as deletes."""
+        if not self._record_index_by_engine(metadata):
+            return None
+        from ..table.table import HudiTable
+
+        replaced: set[str] = set()
+        if metadata.partition_to_replace_file_ids:
+            storage = self.table.storage
+            replaced = indexes.replaced_keys(storage, HudiTable(storage.base_uri, storage.storage_options), metadata)
+        return EngineIndexWrite(self.written.record_index, tuple(sorted(replaced)))
 
     def _written_column_stats(self, columns: list[str], metadata: CommitMetadata) -> list[MetadataRecord] | None:
         """The write tasks' ``column_stats`` records, when they cover these columns and every file."""
@@ -808,7 +951,11 @@ __all__ = [
     "MetadataSettings",
     "MetadataTable",
     "MetadataWriteError",
+    "EngineIndexWrite",
+    "IndexLogWriter",
+    "LogFileTarget",
     "WrittenIndexes",
+    "write_record_index_log_file",
     "attach_written_indexes",
     "list_data_files",
     "participant_for",
