@@ -432,6 +432,7 @@ class WriteClient:
             virtual_key_table={} if table.config.populate_meta_fields else dict(table.config.props),
             column_stats_columns=self._index_columns(table, avro_schema),
             record_index=cfg.metadata_settings.enabled and cfg.metadata_settings.indexes.record_index,
+            located_by_record_index=cfg.index_type == "RECORD_INDEX",
         )
 
     def _execute(self, df, table, cfg, operation, instant_time, avro_schema, to_inflight):

@@ -145,7 +145,7 @@ def _write(spark, path: str, rows: list[tuple], opts: dict, **overrides):
 
 
 def _sequence(spark, path: str, opts: dict, seed: int) -> None:
-    """Inserts, updates (with new keys), deletes, then inserts again."""
+    """Inserts, updates (with new keys and keys deleted before), deletes, then inserts again."""
     rng = random.Random(seed)
     ts = 0
 
@@ -156,10 +156,14 @@ def _sequence(spark, path: str, opts: dict, seed: int) -> None:
 
     keys = [f"k{i:03d}" for i in range(60)]
     _write(spark, path, rows(keys), opts)
+    deleted: list[str] = []
     for step in range(2):
-        _write(spark, path, rows(rng.sample(keys, 12) + [f"n{step}{i}" for i in range(6)]), opts)
+        # keys deleted before come back (on MOR their base file still holds them)
+        again = [k for k in rng.sample(keys, 12) if k not in deleted] + deleted
+        _write(spark, path, rows(again + [f"n{step}{i}" for i in range(6)]), opts)
         live = sorted(read_snapshot(path, columns=["id"]).read_all().column("id").to_pylist())
-        _write(spark, path, rows(rng.sample(live, 4)), opts, **{"hoodie.datasource.write.operation": "delete"})
+        deleted = rng.sample(live, 4)
+        _write(spark, path, rows(deleted), opts, **{"hoodie.datasource.write.operation": "delete"})
     _write(spark, path, rows([f"m{i}" for i in range(5)]), opts, **{"hoodie.datasource.write.operation": "insert"})
 
 
@@ -249,3 +253,32 @@ def _data_files(path: str, instants: list[str]) -> list[str]:
             metadata = table.timeline.commit_metadata(instant)
             out += [s.path for stats in metadata.partition_to_write_stats.values() for s in stats or () if s.path]
     return out
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_partition_moves_and_overwrites_equal_the_driver_path(small_spark, tmp_path, monkeypatch, table_type):
+    """Under a global record index records move partition (a delete where they were, an
+    insert where they go: the key keeps its new location); bulk_insert and insert_overwrite
+    (the replaced file groups' keys are deleted unless written again) take the same path."""
+    twin = _Twin(tmp_path)
+    twin.install(monkeypatch)
+    path = str(tmp_path / "t")
+    rng = random.Random(9)
+    opts = _opts(
+        "moves", table_type, True,
+        **{"hoodie.index.type": "RECORD_INDEX", "hoodie.record.index.update.partition.path": "true"},
+    )
+
+    def moved(row: tuple) -> tuple:
+        return (row[0], {"a": "b", "b": "c", "c": "a"}[row[1]], *row[2:])
+
+    keys = [f"k{i:03d}" for i in range(40)]
+    _write(small_spark, path, [_row(rng, k, 1) for k in keys], opts, **{"hoodie.datasource.write.operation": "bulk_insert"})
+    _write(small_spark, path, [moved(_row(rng, k, 2)) for k in keys[:10]] + [_row(rng, "new1", 2)], opts)
+    _write(small_spark, path, [_row(rng, k, 3) for k in keys[20:22]], opts, **{"hoodie.datasource.write.operation": "delete"})
+    in_a = [k for k in keys[22:] if _row(rng, k, 0)[1] == "a"][:2]
+    rewritten = [_row(rng, k, 4) for k in in_a] + [("fresh", "a", *_row(rng, "fresh", 4)[2:])]
+    _write(small_spark, path, rewritten, opts, **{"hoodie.datasource.write.operation": "insert_overwrite"})
+    assert twin.checked_record_index == 4
+    assert twin.checked_column_stats == 4
+    _check_reads(path)

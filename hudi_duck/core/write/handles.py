@@ -97,6 +97,10 @@ class WriteContext:
     column_stats_columns: tuple[str, ...] | None = None
     #: the metadata table keeps a ``record_index``: handles report the keys they moved in or dropped
     record_index: bool = False
+    #: the records were located with the record index itself (hoodie.index.type=RECORD_INDEX):
+    #: a record sent to a file group's log is there in the index; other indexes locate keys
+    #: from base files, which may hold keys a log deleted (the index is asked then)
+    located_by_record_index: bool = False
 
     @classmethod
     def for_table(cls, table: Any, instant_time: str, files: FileSettings) -> "WriteContext":
@@ -507,8 +511,9 @@ def append_log(
     """Append incoming updates (data block) and deletes (delete block) as a new log file.
 
     ``indexed``: gets the file's :class:`WrittenFileIndex`. The records an append handle gets
-    are located in its file group already (inserts go to new or small base files): its
-    data block moves no key in, its delete block drops keys."""
+    were located in its file group (inserts go to new or small base files): its data block
+    moves in only keys the record index does not place here (a key a log deleted, found
+    again in the base file), its delete block drops keys."""
     start = time.perf_counter()
     ensure_partition_metadata(ctx, partition_path, task)
     entries = _incoming_entries(ctx, incoming)
@@ -578,8 +583,11 @@ def append_log(
         log_files=log_files,
     )
     if indexed is not None:
-        deleted = pa.array([d.record_key for d in deletes], pa.string()) if ctx.record_index else None
-        indexed.append(_log_file_index(ctx, partition_path, file_id, name, records, deleted))
+        inserted = deleted = None
+        if ctx.record_index:
+            deleted = pa.array([d.record_key for d in deletes], pa.string())
+            inserted = _moved_in(ctx, partition_path, file_id, records)
+        indexed.append(_log_file_index(ctx, partition_path, file_id, name, records, inserted, deleted))
     return [stat]
 
 
@@ -615,8 +623,30 @@ def _merged_file_index(
     return _base_file_index(ctx, result, inserted, deleted)
 
 
+def _moved_in(ctx: WriteContext, partition_path: str, file_id: str, records: pa.Table | None) -> pa.Array:
+    """Keys of a log data block the record index does not place in this file group."""
+    if records is None or not records.num_rows or ctx.located_by_record_index:
+        return pa.array([], pa.string())
+    from ..metadata.files_reader import MetadataTable
+    from ..metadata.indexes import lookup_record_index
+
+    keys = record_keys_of(ctx, records).cast(pa.string()).to_pylist()
+    known = lookup_record_index(MetadataTable(ctx.storage), keys)
+    moved = [
+        k for k in keys
+        if (where := known.get(k)) is None or where.file_id != file_id or where.partition_path != partition_path
+    ]
+    return pa.array(moved, pa.string())
+
+
 def _log_file_index(
-    ctx: WriteContext, partition_path: str, file_id: str, name: str, records: pa.Table | None, deleted: pa.Array | None
+    ctx: WriteContext,
+    partition_path: str,
+    file_id: str,
+    name: str,
+    records: pa.Table | None,
+    inserted: pa.Array | None,
+    deleted: pa.Array | None,
 ) -> WrittenFileIndex:
     stats = None
     if ctx.column_stats_columns is not None:
@@ -625,10 +655,7 @@ def _log_file_index(
             if records.schema != target:
                 records = records.cast(target)
         stats = log_file_column_stats(partition_path, name, records, list(ctx.column_stats_columns))
-    return WrittenFileIndex(
-        partition_path, file_id, name, stats,
-        inserted_keys=pa.array([], pa.string()) if ctx.record_index else None, deleted_keys=deleted,
-    )
+    return WrittenFileIndex(partition_path, file_id, name, stats, inserted_keys=inserted, deleted_keys=deleted)
 
 
 def _delete_ordering(incoming: pa.Table, row: int | None, column: pa.Array | None) -> tuple[Any, str | None]:
