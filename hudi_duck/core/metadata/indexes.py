@@ -12,8 +12,12 @@ What goes into them, as Hudi 0.14 builds it (``HoodieTableMetadataUtil``):
   written into another file group (insert, partition move, clustering) gets a new
   entry; a deleted key a delete.
 
-The keys of a commit are read back from the files it wrote (base files' key column, log
-blocks of the instant): only the file groups a commit touched are read.
+A write's tasks build both where they write (``WrittenFileIndex``: the footer a handle
+kept, the log block it appended, the keys it moved in or dropped; Hudi's
+``getRecordIndexUpdates`` rule: inserts get a location, updates in place nothing, deletes
+drop the key). Without them (other writers, table services) the records are built from
+the files the commit wrote (base files' key column, log blocks of the instant): only the
+file groups a commit touched are read.
 """
 
 from __future__ import annotations

@@ -6,6 +6,12 @@
   a commit participant of :class:`~hudi_duck.core.timeline.transaction.Transaction`);
   a delta commit appends one ``HFILE_DATA_BLOCK`` as a new log file version of the
   ``files`` file group (storage without appends: every delta commit a new log file);
+* the index partitions' records of a write come from its tasks (:class:`WrittenIndexes`):
+  ``column_stats`` records travel with the write stats, record-index changes stay with
+  the engine, whose tasks write the ``record_index`` log files of the delta commit
+  (:class:`IndexLogWriter`, :func:`write_record_index_log_file`); the committer writes
+  the ``files`` log file and commits every stat in the one delta commit. Without them
+  the committer builds the records from the files the commit wrote;
 * a table without a metadata table gets one bootstrapped from a listing of its files
   (:meth:`MetadataTable.bootstrap`) at ``<latest completed instant>010``: the initial
   log file, then a bulk-insert delta commit writing the HFile base file;
@@ -391,7 +397,7 @@ class MetadataTable:
             self.rollback(timeline, earlier.latest, rollback_instant(instant_time))
             timeline = self.timeline()
         view = FileSystemView(self.mdt, timeline.config, timeline)
-        writes: list[Any] = [(self._latest_files_slice(timeline), records, [])]
+        writes: list[_Append | _EngineAppend] = [_Append(self._latest_files_slice(timeline), records, [])]
         engine = index_writers or {}
         for name in sorted(set(index_records or {}) | set(index_deletes or {}) | set(engine)):
             slices = {s.file_id: s for s in view.latest_slices(partitions=[name])}
@@ -399,8 +405,7 @@ class MetadataTable:
                 raise MetadataWriteError(f"{self.mdt.uri(name)}: metadata partition {name} has no file groups")
             partition = PARTITIONS_BY_NAME[name]
             if name in engine:
-                targets = log_file_targets(self.mdt, partition, list(slices.values()))
-                writes.append((engine[name], targets))
+                writes.append(_EngineAppend(engine[name], log_file_targets(self.mdt, partition, list(slices.values()))))
                 continue
             grouped = records_by_file_group((index_records or {}).get(name, []), partition, len(slices))
             deleted: dict[str, list[str]] = {}
@@ -409,18 +414,17 @@ class MetadataTable:
             for file_id in sorted(set(grouped) | set(deleted)):
                 if file_id not in slices:
                     raise MetadataWriteError(f"{self.mdt.uri(name)}: no file group {file_id}")
-                writes.append((slices[file_id], grouped.get(file_id, []), deleted.get(file_id, [])))
+                writes.append(_Append(slices[file_id], grouped.get(file_id, []), deleted.get(file_id, [])))
         txn = Transaction.start(timeline, Action.DELTA_COMMIT, instant_time=instant_time)
         with txn:
             txn.begin()
             stats = []
             for write in writes:
-                if len(write) == 2:  # written where the records are
-                    engine_write, targets = write
-                    written = engine_write.writer.write_log_files(self.mdt, targets, instant_time, list(engine_write.deleted_keys))
+                if isinstance(write, _EngineAppend):  # written where the records are
+                    written = write.write.writer.write_log_files(self.mdt, write.targets, instant_time, list(write.write.deleted_keys))
                     stats += sorted(written, key=lambda s: s.file_id)
                 else:
-                    stats.append(self._append(*write[:1], instant_time, *write[1:]))
+                    stats.append(self._append(write.file_slice, instant_time, write.records, write.deletes))
             txn.commit(CommitMetadata.of(
                 stats, compacted=False, extra_metadata={"schema": writer_schema_json()}, operation_type="UPSERT_PREPPED"
             ))
@@ -706,6 +710,23 @@ class EngineIndexWrite:
 
     writer: IndexLogWriter
     deleted_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Append:
+    """A delta commit's log file the committer writes: records and deleted keys of one file group."""
+
+    file_slice: Any
+    records: list[MetadataRecord]
+    deletes: list[str]
+
+
+@dataclass(frozen=True)
+class _EngineAppend:
+    """A delta commit's index partition an :class:`IndexLogWriter` writes, every file group's target given."""
+
+    write: EngineIndexWrite
+    targets: dict[int, LogFileTarget]
 
 
 def archival_bound(storage: Storage, config: TableConfig) -> str | None:
