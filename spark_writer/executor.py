@@ -125,30 +125,28 @@ def _written_batches(stats: list[WriteStat], indexed: list[WrittenFileIndex]) ->
 @dataclass
 class WriteOutput:
     """The driver's view of a write's tasks: the stats and column-stats records collected,
-    and the record-index changes as a frame kept on the executors (persisted with the
-    stats, so reading it again never writes the files again; ``release`` frees it)."""
+    and the record-index changes as a frame kept on the executors. That frame reads the
+    tasks' output as checkpointed once (no lineage back to the write): reading it again
+    never runs the write again, it fails if the blocks are gone."""
 
     stats: list[WriteStat]
     files: list[WrittenFileIndex]
     #: rows (key, partition, file_id, deleted); None without a record index
     record_index_changes: Any = None
-    _cached: Any = None
 
     def release(self) -> None:
-        if self._cached is not None:
-            self._cached.unpersist()
-            self._cached = None
+        """Drop the frame: Spark frees its blocks once nothing refers to it."""
+        self.record_index_changes = None
 
 
 def collect_written(frame, keep_record_index_changes: bool) -> WriteOutput:
     """Run the write of a ``mapInArrow`` frame of :data:`WRITE_SCHEMA`: stats and column
     stats come to the driver, record-index changes stay on the executors."""
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    cached = frame.persist(StorageLevel.MEMORY_AND_DISK) if keep_record_index_changes else None
-    source = cached if cached is not None else frame
-    rows = source.filter(F.col("stat").isNotNull()).select("stat", "index").collect()
+    if keep_record_index_changes:
+        frame = frame.localCheckpoint(eager=True)
+    rows = frame.filter(F.col("stat").isNotNull()).select("stat", "index").collect()
     stats, files = [], []
     for text, payload in rows:
         stat = WriteStat.from_record(json.loads(text))
@@ -157,9 +155,9 @@ def collect_written(frame, keep_record_index_changes: bool) -> WriteOutput:
             name = stat.path.rsplit("/", 1)[-1]
             files.append(WrittenFileIndex(stat.partition_path or "", stat.file_id or "", name, pickle.loads(payload)))
     changes = None
-    if cached is not None:
-        changes = cached.filter(F.col("key").isNotNull()).select("key", "partition", "file_id", "deleted")
-    return WriteOutput(stats, files, changes, cached)
+    if keep_record_index_changes:
+        changes = frame.filter(F.col("key").isNotNull()).select("key", "partition", "file_id", "deleted")
+    return WriteOutput(stats, files, changes)
 
 
 def _drop_internal(table: pa.Table) -> pa.Table:
