@@ -623,10 +623,11 @@ def log_file_targets(mdt: Storage, partition: MetadataPartition, slices: list[An
         if parsed is not None:
             slot = (parsed.file_id, parsed.instant_time)
             highest[slot] = max(highest.get(slot, 0), parsed.version)
+    by_id = {s.file_id: s for s in slices}
     out: dict[int, LogFileTarget] = {}
     for index in range(len(slices)):
         file_id = file_group_id(partition, index)
-        file_slice = next((s for s in slices if s.file_id == file_id), None)
+        file_slice = by_id.get(file_id)
         if file_slice is None:
             raise MetadataWriteError(f"{mdt.uri(partition.name)}: no file group {file_id}")
         listed = highest.get((file_id, file_slice.base_instant_time), 0) + 1
