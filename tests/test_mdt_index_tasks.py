@@ -26,6 +26,7 @@ from hudi_duck.api import read_snapshot
 from hudi_duck.core.metadata import indexes, writer
 from hudi_duck.core.metadata.files_reader import MetadataTable as MetadataReader
 from hudi_duck.core.config.table_config import TableConfig
+from hudi_duck.core.errors import WriteError
 from hudi_duck.core.file_group.reader import read_slice
 from hudi_duck.core.metadata.layout import COLUMN_STATS, RECORD_INDEX, file_group_id, file_group_index, records_by_file_group
 from hudi_duck.core.metadata.records import encode_value, record_location
@@ -281,4 +282,32 @@ def test_partition_moves_and_overwrites_equal_the_driver_path(small_spark, tmp_p
     _write(small_spark, path, rewritten, opts, **{"hoodie.datasource.write.operation": "insert_overwrite"})
     assert twin.checked_record_index == 4
     assert twin.checked_column_stats == 4
+    _check_reads(path)
+
+
+def test_failed_record_index_job_leaves_the_table_as_it_was(small_spark, tmp_path, monkeypatch):
+    """The record-index log files are written, then the job fails: the write fails, its data
+    files and the metadata table's delta commit are rolled back, and the next write keeps
+    the record index equal to the table."""
+    from spark_writer.metadata_index import SparkRecordIndexWriter
+
+    path = str(tmp_path / "t")
+    rng = random.Random(4)
+    opts = _opts("fail", "MERGE_ON_READ", True)
+    _write(small_spark, path, [_row(rng, f"k{i}", 1) for i in range(30)], opts)
+    before = canonical_rows(read_snapshot(path).read_all(), ["_hoodie_record_key", "v", "ts"])
+    original = SparkRecordIndexWriter.write_log_files
+
+    def written_then_lost(self, *args, **kwargs):
+        stats = original(self, *args, **kwargs)
+        assert stats
+        raise RuntimeError("executor lost after writing the record-index log files")
+
+    monkeypatch.setattr(SparkRecordIndexWriter, "write_log_files", written_then_lost)
+    with pytest.raises(WriteError, match="nothing was committed"):
+        _write(small_spark, path, [_row(rng, f"k{i}", 2) for i in range(0, 30, 2)] + [_row(rng, "new", 2)], opts)
+    monkeypatch.setattr(SparkRecordIndexWriter, "write_log_files", original)
+    assert canonical_rows(read_snapshot(path).read_all(), ["_hoodie_record_key", "v", "ts"]) == before
+    _check_reads(path)
+    _write(small_spark, path, [_row(rng, f"k{i}", 3) for i in range(0, 30, 3)] + [_row(rng, "again", 3)], opts)
     _check_reads(path)
