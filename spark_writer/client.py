@@ -31,7 +31,7 @@ from pyspark.sql import types as T
 from hudi_duck.core.config.table_config import PROPERTIES_FILE, Keys, TableConfig
 from hudi_duck.core.errors import HudiError, KeyGeneratorError, SchemaError, TableServiceError, WriteError
 from hudi_duck.core.keygen import key_generator_from_write_options
-from hudi_duck.core.metadata.writer import MetadataTable
+from hudi_duck.core.metadata.writer import MetadataTable, WrittenIndexes, attach_written_indexes, index_columns
 from hudi_duck.core.merge.mode import EVENT_TIME_STRATEGY_ID, OVERWRITE_WITH_LATEST_PAYLOAD
 from hudi_duck.core.schema.avro_arrow import (
     arrow_to_avro,
@@ -122,6 +122,8 @@ class WriteClient:
         self.storage_options = dict(storage_options or {})
         self.storage = Storage(path, self.storage_options)
         self.path = self.storage.base_uri
+        #: what the current write's tasks returned (stats, index records)
+        self._written: executor.WriteOutput | None = None
 
     # -- table -----------------------------------------------------------------------
     def table_exists(self) -> bool:
@@ -316,6 +318,7 @@ class WriteClient:
         txn = Transaction.start(table.timeline, action, self._requested_plan(action, operation), concurrency=concurrency)
         instant_time = txn.requested_time
         log.info("%s %s: started a %s on %s", operation, instant_time, action, self.path)
+        self._written = None
         try:
             with txn:  # any failure before the commit landed rolls the instant back
                 stats, replaced = self._execute(df, table, cfg, operation, instant_time, avro_schema, txn.begin)
@@ -327,15 +330,42 @@ class WriteClient:
                     operation_type=OPERATION_TYPES[operation],
                     partition_to_replace_file_ids=replaced if action == Action.REPLACE_COMMIT else None,
                 )
+                self._hand_over_indexes(txn, table, avro_schema)
                 txn.commit(metadata)
         except BaseException as exc:
             raise _clear_error(exc, self.path) from exc
+        finally:
+            if self._written is not None:
+                self._written.release()
+                self._written = None
         result = self._result(table, instant_time, action, operation, stats, replaced, rolled_back)
         result.warnings = recovered.warnings + list(txn.warnings)
         self._run_inline_services(cfg, result, started)
         result.seconds = time.perf_counter() - started
         log.info("%r", result)
         return result
+
+    def _index_columns(self, table: HudiTable, avro_schema: str) -> tuple[str, ...] | None:
+        """Columns the write tasks keep ``column_stats`` records of (``None``: the metadata
+        table keeps no column stats)."""
+        settings = self.cfg.metadata_settings
+        if not settings.enabled or not settings.indexes.column_stats:
+            return None
+        return tuple(index_columns(table.storage, table.config, settings.indexes, schema_json=avro_schema))
+
+    def _hand_over_indexes(self, txn: Transaction, table: HudiTable, avro_schema: str) -> None:
+        """The index records the tasks made go to the metadata table's delta commit of the instant."""
+        written = self._written
+        if written is None:
+            return
+        record_index = None
+        if written.record_index_changes is not None:
+            from .metadata_index import SparkRecordIndexWriter
+
+            record_index = SparkRecordIndexWriter(written.record_index_changes)
+        attach_written_indexes(
+            txn, WrittenIndexes(self._index_columns(table, avro_schema), tuple(written.files), record_index)
+        )
 
     def _run_inline_services(self, cfg: WriteConfig, result: WriteResult, started: float) -> None:
         """Services after the commit: a failure never undoes the write. It is raised as a
@@ -400,6 +430,9 @@ class WriteClient:
             populate_meta_fields=table.config.populate_meta_fields,
             files=cfg.file_settings,
             virtual_key_table={} if table.config.populate_meta_fields else dict(table.config.props),
+            column_stats_columns=self._index_columns(table, avro_schema),
+            record_index=cfg.metadata_settings.enabled and cfg.metadata_settings.indexes.record_index,
+            located_by_record_index=cfg.index_type == "RECORD_INDEX",
         )
 
     def _execute(self, df, table, cfg, operation, instant_time, avro_schema, to_inflight):
@@ -555,8 +588,13 @@ class WriteClient:
         buckets = plan.by_id
         tasks = write_tasks(len(buckets), parallelism, self.spark.sparkContext.defaultParallelism)
         ordered = assigned.repartitionByRange(tasks, executor.BUCKET).sortWithinPartitions(executor.BUCKET)
-        out = ordered.mapInArrow(executor.write_buckets_fn(ctx, buckets), executor.STATS_SCHEMA)
-        return executor.collect_stats(out)
+        out = ordered.mapInArrow(executor.write_buckets_fn(ctx, buckets), executor.WRITE_SCHEMA)
+        return self._collect(out, ctx)
+
+    def _collect(self, out: DataFrame, ctx: WriteContext) -> list[WriteStat]:
+        """Run the tasks of ``out``; their stats come back, their index records are kept for the commit."""
+        self._written = executor.collect_written(out, ctx.record_index)
+        return self._written.stats
 
     @staticmethod
     def _bulk_insert_unsorted(cfg: WriteConfig) -> bool:
@@ -577,8 +615,8 @@ class WriteClient:
         if mode == "PARTITION_SORT":
             records = records.sortWithinPartitions(PARTITION_PATH, RECORD_KEY)
         phase = time.perf_counter()
-        out = records.mapInArrow(executor.bulk_insert_fn(ctx, make_keys), executor.STATS_SCHEMA)
-        stats = executor.collect_stats(out)
+        out = records.mapInArrow(executor.bulk_insert_fn(ctx, make_keys), executor.WRITE_SCHEMA)
+        stats = self._collect(out, ctx)
         log.info("bulk_insert %s: wrote %d files in %.1fs", ctx.instant_time, len(stats), time.perf_counter() - phase)
         return stats
 

@@ -1,18 +1,24 @@
 """Functions that run on executors (``mapInArrow``): write files, return write stats.
 
 Rows arrive grouped by bucket (one file group each); every bucket is handed to
-a core write handle. Only write stats (JSON strings) go back to the driver.
+a core write handle. Only metadata goes back to the driver: write stats (JSON
+strings) and, with the metadata table's ``column_stats``, each file's records.
+With its ``record_index``, the keys a file moved in or dropped come out as rows
+of the same frame that stay on the executors (:class:`WriteOutput`).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Iterator
+import pickle
+from dataclasses import dataclass
+from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as T
 
+from hudi_duck.core.metadata.indexes import WrittenFileIndex
 from hudi_duck.core.schema.meta_fields import PARTITION_PATH
 from hudi_duck.core.timeline.commit_metadata import WriteStat
 from hudi_duck.core.write.handles import (
@@ -30,6 +36,30 @@ STATS_SCHEMA = T.StructType([T.StructField("stat", T.StringType(), False)])
 _ARROW_STATS = pa.schema([("stat", pa.string(), False)])
 #: Columns the pipeline adds that never reach a data file.
 INTERNAL_COLUMNS = (BUCKET, "_hd_file_id", "_hd_prev_commit", "_hd_r")
+
+
+#: What write tasks return: a row per file written (its stat, its ``column_stats`` records
+#: pickled), and a row per record-index change (key, where it now is, or deleted).
+WRITE_SCHEMA = T.StructType(
+    [
+        T.StructField("stat", T.StringType(), True),
+        T.StructField("index", T.BinaryType(), True),
+        T.StructField("key", T.StringType(), True),
+        T.StructField("partition", T.StringType(), True),
+        T.StructField("file_id", T.StringType(), True),
+        T.StructField("deleted", T.BooleanType(), True),
+    ]
+)
+_ARROW_WRITE = pa.schema(
+    [
+        ("stat", pa.string()),
+        ("index", pa.binary()),
+        ("key", pa.string()),
+        ("partition", pa.string()),
+        ("file_id", pa.string()),
+        ("deleted", pa.bool_()),
+    ]
+)
 
 
 def task_info() -> TaskInfo:
@@ -52,11 +82,91 @@ def collect_stats(frame) -> list[WriteStat]:
     return [WriteStat.from_record(json.loads(r[0])) for r in frame.collect()]
 
 
+def _written_batches(stats: list[WriteStat], indexed: list[WrittenFileIndex]) -> Iterator[pa.RecordBatch]:
+    """A task's output: its files' stats (with their column stats) and its record-index changes."""
+    by_name = {(w.partition_path, w.file_name): w for w in indexed}
+    entries = []
+    for stat in stats:
+        name = stat.path.rsplit("/", 1)[-1] if stat.path else ""
+        files = by_name.get((stat.partition_path or "", name))
+        records = files.column_stats if files is not None else None
+        entries.append((json.dumps(stat.to_json_record()), pickle.dumps(records) if records is not None else None))
+    n = len(entries)
+    if n:
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array([e[0] for e in entries], pa.string()),
+                pa.array([e[1] for e in entries], pa.binary()),
+                pa.nulls(n, pa.string()),
+                pa.nulls(n, pa.string()),
+                pa.nulls(n, pa.string()),
+                pa.nulls(n, pa.bool_()),
+            ],
+            schema=_ARROW_WRITE,
+        )
+    for written in indexed:
+        for keys, deleted in ((written.inserted_keys, False), (written.deleted_keys, True)):
+            if keys is None or not len(keys):
+                continue
+            k = len(keys)
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.nulls(k, pa.string()),
+                    pa.nulls(k, pa.binary()),
+                    keys.cast(pa.string()),
+                    pa.array([written.partition_path] * k, pa.string()),
+                    pa.array([written.file_id] * k, pa.string()),
+                    pa.array([deleted] * k, pa.bool_()),
+                ],
+                schema=_ARROW_WRITE,
+            )
+
+
+@dataclass
+class WriteOutput:
+    """The driver's view of a write's tasks: the stats and column-stats records collected,
+    and the record-index changes as a frame kept on the executors. That frame reads the
+    tasks' output as checkpointed once (no lineage back to the write): reading it again
+    never runs the write again, it fails if the blocks are gone."""
+
+    stats: list[WriteStat]
+    files: list[WrittenFileIndex]
+    #: rows (key, partition, file_id, deleted); None without a record index
+    record_index_changes: Any = None
+
+    def release(self) -> None:
+        """Drop the frame: Spark frees its blocks once nothing refers to it."""
+        self.record_index_changes = None
+
+
+def collect_written(frame, keep_record_index_changes: bool) -> WriteOutput:
+    """Run the write of a ``mapInArrow`` frame of :data:`WRITE_SCHEMA`: stats and column
+    stats come to the driver, record-index changes stay on the executors."""
+    from pyspark.sql import functions as F
+
+    if keep_record_index_changes:
+        frame = frame.localCheckpoint(eager=True)
+    rows = frame.filter(F.col("stat").isNotNull()).select("stat", "index").collect()
+    stats, files = [], []
+    for text, payload in rows:
+        stat = WriteStat.from_record(json.loads(text))
+        stats.append(stat)
+        if payload is not None:
+            name = stat.path.rsplit("/", 1)[-1]
+            files.append(WrittenFileIndex(stat.partition_path or "", stat.file_id or "", name, pickle.loads(payload)))
+    changes = None
+    if keep_record_index_changes:
+        changes = frame.filter(F.col("key").isNotNull()).select("key", "partition", "file_id", "deleted")
+    return WriteOutput(stats, files, changes)
+
+
 def _drop_internal(table: pa.Table) -> pa.Table:
     return table.drop_columns([c for c in INTERNAL_COLUMNS if c in table.column_names])
 
 
-def run_bucket(ctx: WriteContext, bucket: Bucket, rows: pa.Table, task: TaskInfo) -> list[WriteStat]:
+def run_bucket(
+    ctx: WriteContext, bucket: Bucket, rows: pa.Table, task: TaskInfo, indexed: list[WrittenFileIndex] | None = None
+) -> list[WriteStat]:
     records = _drop_internal(rows)
     if bucket.kind == CREATE:
         import pyarrow.compute as pc
@@ -65,16 +175,21 @@ def run_bucket(ctx: WriteContext, bucket: Bucket, rows: pa.Table, task: TaskInfo
 
         if DELETE_FLAG in records.column_names:
             records = records.filter(pc.invert(pc.fill_null(records.column(DELETE_FLAG), False)))
-        return create_files(ctx, bucket.partition_path, records, task, file_id=bucket.file_id)
+        return create_files(ctx, bucket.partition_path, records, task, file_id=bucket.file_id, indexed=indexed)
     if bucket.kind == MERGE:
-        return merge_file(ctx, bucket.partition_path, bucket.file_id, bucket.base_path, bucket.base_instant, records, task)
+        return merge_file(
+            ctx, bucket.partition_path, bucket.file_id, bucket.base_path, bucket.base_instant, records, task, indexed=indexed
+        )
     if bucket.kind == APPEND:
-        return append_log(ctx, bucket.partition_path, bucket.file_id, bucket.base_instant, bucket.base_file_name, records, task)
+        return append_log(
+            ctx, bucket.partition_path, bucket.file_id, bucket.base_instant, bucket.base_file_name, records, task,
+            indexed=indexed,
+        )
     raise ValueError(f"unknown bucket kind {bucket.kind}")
 
 
 def write_buckets_fn(ctx: WriteContext, buckets: dict[int, Bucket]):
-    """mapInArrow function: rows sorted by bucket in, write stats out."""
+    """mapInArrow function: rows sorted by bucket in, rows of :data:`WRITE_SCHEMA` out."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         task = task_info()
@@ -83,8 +198,9 @@ def write_buckets_fn(ctx: WriteContext, buckets: dict[int, Bucket]):
 
         def flush():
             table = pa.Table.from_batches(pending)
-            stats = run_bucket(ctx, buckets[current], table, task)
-            return _stats_batch(stats)
+            indexed: list[WrittenFileIndex] = []
+            stats = run_bucket(ctx, buckets[current], table, task, indexed)
+            return list(_written_batches(stats, indexed))
 
         for batch in batches:
             if batch.num_rows == 0:
@@ -94,12 +210,12 @@ def write_buckets_fn(ctx: WriteContext, buckets: dict[int, Bucket]):
             for start, end in zip(bounds, bounds[1:]):
                 bucket_id = int(ids[start])
                 if current is not None and bucket_id != current:
-                    yield flush()
+                    yield from flush()
                     pending = []
                 current = bucket_id
                 pending.append(batch.slice(start, end - start))
         if current is not None and pending:
-            yield flush()
+            yield from flush()
 
     return write
 
@@ -126,7 +242,8 @@ def bulk_insert_fn(ctx: WriteContext, make_keys=None):
         partitions = table.column(PARTITION_PATH)
         for partition in pc.unique(partitions).to_pylist():
             rows = table.filter(pc.equal(partitions, partition))
-            stats = create_files(ctx, partition, _drop_internal(rows), task)
-            yield _stats_batch(stats)
+            indexed: list[WrittenFileIndex] = []
+            stats = create_files(ctx, partition, _drop_internal(rows), task, indexed=indexed)
+            yield from _written_batches(stats, indexed)
 
     return write

@@ -441,6 +441,8 @@ class BaseFileWriteResult:
     next_seqno: int = 0  # seqno counter after the last row
     num_preserved: int = 0  # rows that kept their commit time / seqno
     footer: dict[str, str] = field(default_factory=dict, repr=False)
+    #: the footer as written (column statistics), kept so nobody reads the file back for it
+    parquet_metadata: Any = field(default=None, repr=False)
 
     def to_write_stat(self, prev_commit: str = "null", num_inserts: int | None = None, num_update_writes: int = 0,
                       num_deletes: int = 0, **extra: Any) -> "WriteStat":
@@ -738,6 +740,7 @@ def write_base_file(
         next_seqno=seqno_start + written,
         num_preserved=preserved,
         footer=footer,
+        parquet_metadata=writer.writer.metadata,
     )
 
 

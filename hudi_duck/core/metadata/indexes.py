@@ -12,8 +12,12 @@ What goes into them, as Hudi 0.14 builds it (``HoodieTableMetadataUtil``):
   written into another file group (insert, partition move, clustering) gets a new
   entry; a deleted key a delete.
 
-The keys of a commit are read back from the files it wrote (base files' key column, log
-blocks of the instant): only the file groups a commit touched are read.
+A write's tasks build both where they write (``WrittenFileIndex``: the footer a handle
+kept, the log block it appended, the keys it moved in or dropped; Hudi's
+``getRecordIndexUpdates`` rule: inserts get a location, updates in place nothing, deletes
+drop the key). Without them (other writers, table services) the records are built from
+the files the commit wrote (base files' key column, log blocks of the instant): only the
+file groups a commit touched are read.
 """
 
 from __future__ import annotations
@@ -113,14 +117,19 @@ def columns_to_index(schema: pa.Schema, settings: IndexSettings) -> list[str]:
 
 
 def base_file_column_stats(storage: Storage, partition: str, path: str, columns: Iterable[str]) -> list[MetadataRecord]:
-    """Ranges of a parquet base file's columns from its footer (row group statistics)."""
+    """Ranges of a parquet base file's columns, read from its footer."""
     with storage.open(path) as handle:
         meta = pq.ParquetFile(handle).metadata
+    return footer_column_stats(partition, posixpath.basename(path), meta, columns)
+
+
+def footer_column_stats(partition: str, file_name: str, meta: pq.FileMetaData, columns: Iterable[str]) -> list[MetadataRecord]:
+    """Ranges of a base file's columns from its footer (row group statistics): the same
+    records whether the footer is read back or kept by the handle that wrote the file."""
     schema = meta.schema.to_arrow_schema()
     wanted = set(columns)
     out = []
-    file_name = posixpath.basename(path)
-    for index, field in enumerate(schema):
+    for field in schema:
         if field.name not in wanted or not _indexable(field.type):
             continue
         low = high = None
@@ -204,24 +213,68 @@ def _stat_records(metadata: CommitMetadata) -> Iterable[tuple[str, Any]]:
                 yield partition, stat
 
 
+def log_file_column_stats(partition: str, file_name: str, records: pa.Table | None, columns: list[str]) -> list[MetadataRecord]:
+    """Ranges of the records a log file's data block holds; a log file of deletes only
+    gets empty ranges, as Hudi records them."""
+    if records is None:
+        return [
+            column_stats_record(partition, file_name, c, value_count=0, null_count=0, total_size=0, total_uncompressed_size=0)
+            for c in columns
+        ]
+    return table_column_stats(partition, file_name, records, columns)
+
+
 def commit_column_stats_records(
     storage: Storage, metadata: CommitMetadata, instant_time: str, columns: list[str]
 ) -> list[MetadataRecord]:
-    """``convertMetadataToColumnStatsRecords``: ranges of every file a commit wrote."""
+    """``convertMetadataToColumnStatsRecords``: ranges of every file a commit wrote, read back
+    from the files (when the write tasks did not hand them over, see :class:`WrittenFileIndex`)."""
     out: list[MetadataRecord] = []
     for partition, stat in _stat_records(metadata):
         name = posixpath.basename(stat.path)
         if ".log." in name:
             table, _ = _log_records(storage, stat.path, instant_time)
-            if table is None:  # deletes only: empty ranges, as Hudi records them
-                out += [
-                    column_stats_record(partition, name, c, value_count=0, null_count=0, total_size=0, total_uncompressed_size=0)
-                    for c in columns
-                ]
-            else:
-                out += table_column_stats(partition, name, table, columns)
+            out += log_file_column_stats(partition, name, table, columns)
         elif name.endswith(".parquet"):
             out += base_file_column_stats(storage, partition, stat.path, columns)
+    return out
+
+
+@dataclass
+class WrittenFileIndex:
+    """What one data file a write task wrote changes in the index partitions, as its write
+    handle knows it (Hudi builds the same from the handles' write statuses):
+
+    * ``column_stats``: the file's ``column_stats`` records (from the footer the handle
+      kept, or the records of the log block it appended); ``None`` when not asked for;
+    * ``inserted_keys``: keys whose live record is now in this file group and was not
+      before (inserts, keys moved in); ``deleted_keys``: keys whose record this file
+      group dropped. Updates in place are in neither."""
+
+    partition_path: str
+    file_id: str
+    file_name: str
+    column_stats: list[MetadataRecord] | None = None
+    inserted_keys: pa.Array | None = None
+    deleted_keys: pa.Array | None = None
+
+
+def written_column_stats(
+    written: Iterable[WrittenFileIndex], metadata: CommitMetadata
+) -> list[MetadataRecord] | None:
+    """The ``column_stats`` records of a commit from what its write tasks handed over, in the
+    order :func:`commit_column_stats_records` gives them; ``None`` unless every file the
+    commit wrote has its records."""
+    by_file = {(w.partition_path, w.file_name): w.column_stats for w in written}
+    out: list[MetadataRecord] = []
+    for partition, stat in _stat_records(metadata):
+        name = posixpath.basename(stat.path)
+        if ".log." not in name and not name.endswith(".parquet"):
+            continue
+        records = by_file.get((partition, name))
+        if records is None:
+            return None
+        out += records
     return out
 
 
@@ -317,12 +370,7 @@ def commit_record_index_update(
             keys = [k for k in keys if k not in old]
         for key in keys:
             written[key] = (partition, stat.file_id)
-    for partition, file_ids in (metadata.partition_to_replace_file_ids or {}).items():
-        if view is None:
-            break
-        for file_slice in view.latest_slices(partitions=[partition]):
-            if file_slice.file_id in set(file_ids):
-                removed.update(slice_keys(storage, table, file_slice))
+    removed.update(replaced_keys(storage, table, metadata))
     current = lookup(sorted(written)) if written else {}
     upserts = []
     for key, (partition, file_id) in sorted(written.items()):
@@ -332,6 +380,38 @@ def commit_record_index_update(
         upserts.append(record_index_record(key, partition, file_id, instant_time))
     deletes = tuple(sorted(k for k in removed if k not in written))
     return RecordIndexUpdate(tuple(upserts), deletes)
+
+
+def replaced_keys(storage: Storage, table: Any, metadata: CommitMetadata) -> set[str]:
+    """Live keys of the file groups a replace commit replaces (``table``: before the commit)."""
+    out: set[str] = set()
+    view = table.file_system_view if table is not None else None
+    if view is None:
+        return out
+    for partition, file_ids in (metadata.partition_to_replace_file_ids or {}).items():
+        wanted = set(file_ids)
+        for file_slice in view.latest_slices(partitions=[partition]):
+            if file_slice.file_id in wanted:
+                out.update(slice_keys(storage, table, file_slice))
+    return out
+
+
+def record_index_changes(
+    keys: Iterable[str], partitions: Iterable[str | None], file_ids: Iterable[str | None], deleted: Iterable[bool], instant_time: str
+) -> tuple[list[MetadataRecord], list[str]]:
+    """What a set of write-task changes (key, partition, file id, deleted) does to the record
+    index, in the order a delta commit writes them: upserts sorted by key, then deleted keys
+    sorted. A key deleted in one file group and written into another (a partition move under
+    a global index) keeps its new location, as Hudi reduces them by key."""
+    moved: dict[str, tuple[str, str]] = {}
+    gone: set[str] = set()
+    for key, partition, file_id, is_delete in zip(keys, partitions, file_ids, deleted):
+        if is_delete:
+            gone.add(key)
+        else:
+            moved[key] = (partition or "", file_id or "")
+    upserts = [record_index_record(k, p, f, instant_time) for k, (p, f) in sorted(moved.items())]
+    return upserts, sorted(gone.difference(moved))
 
 
 def _previous_base(view: Any, partition: str, file_id: str) -> str | None:
@@ -394,11 +474,17 @@ __all__ = [
     "base_file_column_stats",
     "columns_to_index",
     "commit_column_stats_records",
+    "footer_column_stats",
+    "log_file_column_stats",
+    "written_column_stats",
+    "WrittenFileIndex",
     "commit_record_index_update",
     "deleted_files_column_stats_records",
     "listing_column_stats_records",
     "lookup_record_index",
+    "record_index_changes",
     "record_index_file_group_count",
+    "replaced_keys",
     "table_column_stats",
     "table_record_index_records",
 ]

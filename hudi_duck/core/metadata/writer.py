@@ -6,6 +6,12 @@
   a commit participant of :class:`~hudi_duck.core.timeline.transaction.Transaction`);
   a delta commit appends one ``HFILE_DATA_BLOCK`` as a new log file version of the
   ``files`` file group (storage without appends: every delta commit a new log file);
+* the index partitions' records of a write come from its tasks (:class:`WrittenIndexes`):
+  ``column_stats`` records travel with the write stats, record-index changes stay with
+  the engine, whose tasks write the ``record_index`` log files of the delta commit
+  (:class:`IndexLogWriter`, :func:`write_record_index_log_file`); the committer writes
+  the ``files`` log file and commits every stat in the one delta commit. Without them
+  the committer builds the records from the files the commit wrote;
 * a table without a metadata table gets one bootstrapped from a listing of its files
   (:meth:`MetadataTable.bootstrap`) at ``<latest completed instant>010``: the initial
   log file, then a bulk-insert delta commit writing the HFile base file;
@@ -25,7 +31,7 @@ from __future__ import annotations
 import logging
 import posixpath
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config.table_config import Keys, TableConfig
 from ..errors import HudiError
@@ -375,11 +381,14 @@ class MetadataTable:
         records: list[MetadataRecord],
         index_records: dict[str, list[MetadataRecord]] | None = None,
         index_deletes: dict[str, list[str]] | None = None,
+        index_writers: "dict[str, EngineIndexWrite] | None" = None,
     ) -> None:
         """One delta commit at ``instant_time``: an HFile data block as a new log file of the
         ``files`` file group and, for the index partitions, of each file group their records
-        map to (deleted keys in a delete block after it). A delta commit left at that time
-        by an earlier attempt is rolled back first (``commitInternal``)."""
+        map to (deleted keys in a delete block after it). ``index_writers``: partitions whose
+        log files someone else writes (an engine's tasks, where the records are), given every
+        file group's target; their write stats join the commit. A delta commit left at that
+        time by an earlier attempt is rolled back first (``commitInternal``)."""
         from ..table.fs_view import FileSystemView
 
         timeline = self.timeline()
@@ -388,12 +397,16 @@ class MetadataTable:
             self.rollback(timeline, earlier.latest, rollback_instant(instant_time))
             timeline = self.timeline()
         view = FileSystemView(self.mdt, timeline.config, timeline)
-        writes: list[tuple[Any, list[MetadataRecord], list[str]]] = [(self._latest_files_slice(timeline), records, [])]
-        for name in sorted(set(index_records or {}) | set(index_deletes or {})):
+        writes: list[_Append | _EngineAppend] = [_Append(self._latest_files_slice(timeline), records, [])]
+        engine = index_writers or {}
+        for name in sorted(set(index_records or {}) | set(index_deletes or {}) | set(engine)):
             slices = {s.file_id: s for s in view.latest_slices(partitions=[name])}
             if not slices:
                 raise MetadataWriteError(f"{self.mdt.uri(name)}: metadata partition {name} has no file groups")
             partition = PARTITIONS_BY_NAME[name]
+            if name in engine:
+                writes.append(_EngineAppend(engine[name], log_file_targets(self.mdt, partition, list(slices.values()))))
+                continue
             grouped = records_by_file_group((index_records or {}).get(name, []), partition, len(slices))
             deleted: dict[str, list[str]] = {}
             for key in (index_deletes or {}).get(name, []):
@@ -401,56 +414,24 @@ class MetadataTable:
             for file_id in sorted(set(grouped) | set(deleted)):
                 if file_id not in slices:
                     raise MetadataWriteError(f"{self.mdt.uri(name)}: no file group {file_id}")
-                writes.append((slices[file_id], grouped.get(file_id, []), deleted.get(file_id, [])))
+                writes.append(_Append(slices[file_id], grouped.get(file_id, []), deleted.get(file_id, [])))
         txn = Transaction.start(timeline, Action.DELTA_COMMIT, instant_time=instant_time)
         with txn:
             txn.begin()
-            stats = [self._append(file_slice, instant_time, upserts, deletes) for file_slice, upserts, deletes in writes]
+            stats = []
+            for write in writes:
+                if isinstance(write, _EngineAppend):  # written where the records are
+                    written = write.write.writer.write_log_files(self.mdt, write.targets, instant_time, list(write.write.deleted_keys))
+                    stats += sorted(written, key=lambda s: s.file_id)
+                else:
+                    stats.append(self._append(write.file_slice, instant_time, write.records, write.deletes))
             txn.commit(CommitMetadata.of(
                 stats, compacted=False, extra_metadata={"schema": writer_schema_json()}, operation_type="UPSERT_PREPPED"
             ))
 
     def _append(self, file_slice: Any, instant_time: str, records: list[MetadataRecord], deletes: list[str]) -> WriteStat:
         """A new log file version of ``file_slice``'s file group: a data block, then a delete block."""
-        from ..file_group.log_blocks import DeleteRecord, encode_delete_records
-        from ..file_group.log_format import BlockType, HeaderKey, encode_block
-        from ..write.handles import next_log_version
-
-        partition = file_slice.partition_path
-        file_id = file_slice.file_id
-        base_instant = file_slice.base_instant_time
-        version = max((lf.version for lf in file_slice.log_files), default=0) + 1
-        version = max(version, next_log_version(self.mdt, partition, file_id, base_instant))
-        name = log_file_name(file_id, base_instant, version, WRITE_TOKEN)
-        path = posixpath.join(partition, name)
-        create_marker(self.mdt, instant_time, partition, name, IOType.APPEND)
-        blocks = []
-        if records or not deletes:
-            blocks.append(hfile_data_block(records, instant_time))
-        if deletes:
-            entries = tuple(DeleteRecord(key, partition) for key in sorted(deletes))
-            header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: writer_schema_json()}  # one header for both blocks
-            blocks.append(encode_block(BlockType.DELETE_BLOCK, header, encode_delete_records(entries)))
-        data = b"".join(blocks)
-        self.mdt.write(path, data)
-        count = len(records) + len(deletes)
-        return WriteStat.for_log(
-            file_id=file_id,
-            path=path,
-            prev_commit=base_instant,
-            num_writes=len(records),
-            num_update_writes=len(records),
-            num_deletes=len(deletes),
-            total_write_bytes=len(data),
-            partition_path=partition,
-            total_log_records=count,
-            total_log_blocks=len(blocks),
-            file_size_in_bytes=len(data),
-            log_version=version,
-            log_offset=0,
-            base_file=posixpath.basename(file_slice.base_file.path) if file_slice.base_file is not None else "",
-            log_files=[name],
-        )
+        return write_log_file(self.mdt, log_file_target(self.mdt, file_slice), instant_time, records, deletes)
 
     def rollback(self, timeline: Timeline, instant: Instant, rollback_time: str) -> None:
         """Roll back one instant of the metadata table at ``rollback_time`` (or a fresh time if taken)."""
@@ -599,6 +580,156 @@ class MetadataTable:
         )
 
 
+# -- log files of the metadata table's file groups ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogFileTarget:
+    """The new log file a delta commit writes into one metadata file group (picklable:
+    an engine's task may write it)."""
+
+    partition: str
+    file_id: str
+    base_instant: str
+    version: int
+    #: the slice's base file name ("" without one)
+    base_file: str = ""
+
+    @property
+    def file_name(self) -> str:
+        return log_file_name(self.file_id, self.base_instant, self.version, WRITE_TOKEN)
+
+
+def log_file_target(mdt: Storage, file_slice: Any, listed_version: int | None = None) -> LogFileTarget:
+    """The next log file of ``file_slice``: one past its own logs and any log file of the
+    slice the listing shows (storage without appends: a new file every time)."""
+    from ..write.handles import next_log_version
+
+    partition = file_slice.partition_path
+    base_instant = file_slice.base_instant_time
+    version = max((lf.version for lf in file_slice.log_files), default=0) + 1
+    if listed_version is None:
+        listed_version = next_log_version(mdt, partition, file_slice.file_id, base_instant)
+    version = max(version, listed_version)
+    base_file = posixpath.basename(file_slice.base_file.path) if file_slice.base_file is not None else ""
+    return LogFileTarget(partition, file_slice.file_id, base_instant, version, base_file)
+
+
+def log_file_targets(mdt: Storage, partition: MetadataPartition, slices: list[Any]) -> dict[int, LogFileTarget]:
+    """Every file group's next log file, by file group index (one listing of the partition)."""
+    highest: dict[tuple[str, str], int] = {}
+    for info in mdt.list(partition.name):
+        parsed = parse_log_file(partition.name, info.name)
+        if parsed is not None:
+            slot = (parsed.file_id, parsed.instant_time)
+            highest[slot] = max(highest.get(slot, 0), parsed.version)
+    by_id = {s.file_id: s for s in slices}
+    out: dict[int, LogFileTarget] = {}
+    for index in range(len(slices)):
+        file_id = file_group_id(partition, index)
+        file_slice = by_id.get(file_id)
+        if file_slice is None:
+            raise MetadataWriteError(f"{mdt.uri(partition.name)}: no file group {file_id}")
+        listed = highest.get((file_id, file_slice.base_instant_time), 0) + 1
+        out[index] = log_file_target(mdt, file_slice, listed)
+    return out
+
+
+def write_log_file(
+    mdt: Storage, target: LogFileTarget, instant_time: str, records: list[MetadataRecord], deletes: list[str]
+) -> WriteStat:
+    """Write a delta commit's log file into a metadata file group: its marker, then an HFile
+    data block (even empty, unless there are only deletes) and a delete block of ``deletes``
+    (one header for both). The same bytes wherever it runs (driver or engine task)."""
+    from ..file_group.log_blocks import DeleteRecord, encode_delete_records
+    from ..file_group.log_format import BlockType, HeaderKey, encode_block
+
+    partition = target.partition
+    name = target.file_name
+    path = posixpath.join(partition, name)
+    create_marker(mdt, instant_time, partition, name, IOType.APPEND)
+    blocks = []
+    if records or not deletes:
+        blocks.append(hfile_data_block(records, instant_time))
+    if deletes:
+        entries = tuple(DeleteRecord(key, partition) for key in sorted(deletes))
+        header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: writer_schema_json()}  # one header for both blocks
+        blocks.append(encode_block(BlockType.DELETE_BLOCK, header, encode_delete_records(entries)))
+    data = b"".join(blocks)
+    mdt.write(path, data)
+    count = len(records) + len(deletes)
+    return WriteStat.for_log(
+        file_id=target.file_id,
+        path=path,
+        prev_commit=target.base_instant,
+        num_writes=len(records),
+        num_update_writes=len(records),
+        num_deletes=len(deletes),
+        total_write_bytes=len(data),
+        partition_path=partition,
+        total_log_records=count,
+        total_log_blocks=len(blocks),
+        file_size_in_bytes=len(data),
+        log_version=target.version,
+        log_offset=0,
+        base_file=target.base_file,
+        log_files=[name],
+    )
+
+
+def write_record_index_log_file(
+    mdt: Storage,
+    target: LogFileTarget,
+    instant_time: str,
+    keys: Any,
+    partitions: Any,
+    file_ids: Any,
+    deleted: Any,
+) -> WriteStat | None:
+    """An engine task's part of a record-index delta commit: the changes (key, partition,
+    file id, deleted) of one file group, reduced by key, as its new log file (none without changes)."""
+    upserts, deletes = indexes.record_index_changes(keys, partitions, file_ids, deleted, instant_time)
+    if not upserts and not deletes:
+        return None
+    return write_log_file(mdt, target, instant_time, upserts, deletes)
+
+
+class IndexLogWriter(Protocol):
+    """Writes an index partition's log files of a delta commit where its records are (an
+    engine's tasks, each calling :func:`write_record_index_log_file` for its file groups):
+    ``targets`` by file group index; ``deleted_keys``: deletes the committer adds to the
+    tasks' changes. Returns the stats of the files written."""
+
+    def write_log_files(
+        self, mdt: Storage, targets: dict[int, LogFileTarget], instant_time: str, deleted_keys: list[str]
+    ) -> list[WriteStat]: ...
+
+
+@dataclass(frozen=True)
+class EngineIndexWrite:
+    """An index partition of a delta commit written by an :class:`IndexLogWriter`."""
+
+    writer: IndexLogWriter
+    deleted_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Append:
+    """A delta commit's log file the committer writes: records and deleted keys of one file group."""
+
+    file_slice: Any
+    records: list[MetadataRecord]
+    deletes: list[str]
+
+
+@dataclass(frozen=True)
+class _EngineAppend:
+    """A delta commit's index partition an :class:`IndexLogWriter` writes, every file group's target given."""
+
+    write: EngineIndexWrite
+    targets: dict[int, LogFileTarget]
+
+
 def archival_bound(storage: Storage, config: TableConfig) -> str | None:
     """How far the data table's archival may go with a metadata table (``getCommitInstantsToArchive``):
     instants earlier than the metadata table's latest compaction; with none yet, nothing
@@ -620,19 +751,55 @@ def _list(value: str | None) -> list[str]:
 # -- the commit participant -------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class WrittenIndexes:
+    """The index records of a data instant that its write tasks produced where they wrote
+    the files (an engine's executors), handed to the instant's metadata delta commit so the
+    driver reads none of the files back for them.
+
+    ``columns``: the columns the tasks' ``column_stats`` records cover (``None``: none made);
+    ``files``: per data file written, its records; ``record_index``: writes the
+    ``record_index`` log files from the record-index changes the tasks kept (the keys never
+    come to the driver)."""
+
+    columns: tuple[str, ...] | None = None
+    files: tuple[indexes.WrittenFileIndex, ...] = ()
+    record_index: "IndexLogWriter | None" = None
+
+
+def attach_written_indexes(transaction: Transaction, written: WrittenIndexes) -> bool:
+    """Hand ``written`` to the metadata participant of ``transaction`` (if the table has a
+    metadata table); it uses what matches the commit and reads the files for the rest."""
+    attached = False
+    for participant in transaction.participants:
+        if isinstance(participant, MetadataParticipant):
+            participant.written = written
+            attached = True
+    return attached
+
+
 @dataclass
 class MetadataParticipant:
     """Brings the metadata table in step with a data instant before the instant completes."""
 
     table: MetadataTable
     indexes: IndexSettings = IndexSettings()
+    #: what the write tasks produced for the index partitions (see :func:`attach_written_indexes`)
+    written: WrittenIndexes | None = None
 
     def prepare_commit(self, transaction: Transaction, metadata: Any) -> None:
         action = transaction.action
         instant_time = transaction.requested_time
         if action in _COMMIT_ACTIONS and isinstance(metadata, CommitMetadata):
             upserts, deletes = self._commit_index_records(instant_time, metadata)
-            self.table.delta_commit(instant_time, commit_records(metadata), upserts, deletes)
+            engine = self._engine_record_index(metadata)
+            if engine is not None:
+                upserts.pop(RECORD_INDEX.name, None)
+                deletes.pop(RECORD_INDEX.name, None)
+            self.table.delta_commit(
+                instant_time, commit_records(metadata), upserts, deletes,
+                index_writers={RECORD_INDEX.name: engine} if engine is not None else None,
+            )
         elif action == Action.CLEAN and isinstance(metadata, CleanMetadata):
             upserts: dict[str, list[MetadataRecord]] = {}
             if self.indexes.column_stats:
@@ -664,8 +831,11 @@ class MetadataParticipant:
         deletes: dict[str, list[str]] = {}
         if self.indexes.column_stats:
             columns = index_columns(storage, self.table.data_config(), self.indexes, metadata)
-            upserts[COLUMN_STATS.name] = indexes.commit_column_stats_records(storage, metadata, instant_time, columns)
-        if self.indexes.record_index:
+            records = self._written_column_stats(columns, metadata)
+            if records is None:
+                records = indexes.commit_column_stats_records(storage, metadata, instant_time, columns)
+            upserts[COLUMN_STATS.name] = records
+        if self.indexes.record_index and not self._record_index_by_engine(metadata):
             reader = MetadataReader(storage)
             table = HudiTable(storage.base_uri, storage.storage_options)
             update = indexes.commit_record_index_update(
@@ -674,6 +844,37 @@ class MetadataParticipant:
             upserts[RECORD_INDEX.name] = list(update.upserts)
             deletes[RECORD_INDEX.name] = list(update.deletes)
         return upserts, deletes
+
+    def _record_index_by_engine(self, metadata: CommitMetadata) -> bool:
+        """Whether the write tasks' record-index changes make this commit's record-index update
+        (a write's; compactions change no location, and table services report no changes)."""
+        operation = (metadata.operation_type or "").upper()
+        return (
+            self.indexes.record_index
+            and self.written is not None
+            and self.written.record_index is not None
+            and operation not in ("COMPACT", "LOG_COMPACT", "CLUSTER")
+        )
+
+    def _engine_record_index(self, metadata: CommitMetadata) -> "EngineIndexWrite | None":
+        """The engine's write of the record index, with the keys of the file groups a replace
+        commit replaced (read from those, not from the files written) as deletes."""
+        if not self._record_index_by_engine(metadata):
+            return None
+        from ..table.table import HudiTable
+
+        replaced: set[str] = set()
+        if metadata.partition_to_replace_file_ids:
+            storage = self.table.storage
+            replaced = indexes.replaced_keys(storage, HudiTable(storage.base_uri, storage.storage_options), metadata)
+        return EngineIndexWrite(self.written.record_index, tuple(sorted(replaced)))
+
+    def _written_column_stats(self, columns: list[str], metadata: CommitMetadata) -> list[MetadataRecord] | None:
+        """The write tasks' ``column_stats`` records, when they cover these columns and every file."""
+        written = self.written
+        if written is None or written.columns is None or list(written.columns) != columns:
+            return None
+        return indexes.written_column_stats(written.files, metadata)
 
     def _restore(self, instant_time: str, metadata: RestoreMetadata) -> None:
         """Undo the delta commits of the instants the restore rolled back (latest first), then
@@ -699,15 +900,21 @@ class MetadataParticipant:
 
 
 def index_columns(
-    storage: Storage, config: TableConfig, settings: IndexSettings, metadata: CommitMetadata | None = None
+    storage: Storage,
+    config: TableConfig,
+    settings: IndexSettings,
+    metadata: CommitMetadata | None = None,
+    schema_json: str | None = None,
 ) -> list[str]:
     """Columns the ``column_stats`` partition indexes: the configured list, else the meta
-    columns and every top-level field of the writer schema (the commit's, else the table's)."""
+    columns and every top-level field of the writer schema (``schema_json``, else the
+    commit's, else the table's)."""
     import json
 
     if settings.column_stats_columns:
         return list(settings.column_stats_columns)
-    schema_json = (metadata.extra_metadata or {}).get("schema") if metadata is not None else None
+    if not schema_json:
+        schema_json = (metadata.extra_metadata or {}).get("schema") if metadata is not None else None
     if not schema_json:
         from ..table.table import HudiTable
 
@@ -766,6 +973,12 @@ __all__ = [
     "MetadataSettings",
     "MetadataTable",
     "MetadataWriteError",
+    "EngineIndexWrite",
+    "IndexLogWriter",
+    "LogFileTarget",
+    "WrittenIndexes",
+    "write_record_index_log_file",
+    "attach_written_indexes",
     "list_data_files",
     "participant_for",
     "register",

@@ -64,6 +64,7 @@ from ..schema.meta_fields import (
 from ..storage.storage import Storage
 from ..timeline.commit_metadata import RuntimeStats, WriteStat
 from .. import faults
+from ..metadata.indexes import WrittenFileIndex, footer_column_stats, log_file_column_stats
 from .markers import IOType, create_marker
 
 #: Columns the writer adds to incoming records: deletes (soft or hard) and hard
@@ -91,6 +92,15 @@ class WriteContext:
     #: ``hoodie.properties`` of a table that keeps no ``_hoodie_record_key``
     #: (hoodie.populate.meta.fields=false): its key generator derives stored rows' keys
     virtual_key_table: dict[str, str] = field(default_factory=dict)
+    #: columns the metadata table's ``column_stats`` partition indexes (``None``: not kept);
+    #: handles given an ``indexed`` list build each file's records from what they wrote
+    column_stats_columns: tuple[str, ...] | None = None
+    #: the metadata table keeps a ``record_index``: handles report the keys they moved in or dropped
+    record_index: bool = False
+    #: the records were located with the record index itself (hoodie.index.type=RECORD_INDEX):
+    #: a record sent to a file group's log is there in the index; other indexes locate keys
+    #: from base files, which may hold keys a log deleted (the index is asked then)
+    located_by_record_index: bool = False
 
     @classmethod
     def for_table(cls, table: Any, instant_time: str, files: FileSettings) -> "WriteContext":
@@ -315,11 +325,13 @@ def create_files(
     file_id: str | None = None,
     operation_io: IOType = IOType.CREATE,
     preserve_meta: bool = False,
+    indexed: list[WrittenFileIndex] | None = None,
 ) -> list[WriteStat]:
     """Write inserts into new file groups; one write stat per file.
 
     ``preserve_meta`` keeps the records' commit time and sequence number
     (clustering rewrites files without changing when records were written).
+    ``indexed``: gets each file's :class:`WrittenFileIndex` (every key written is new there).
     """
     stats = []
     if records.num_rows == 0:
@@ -349,6 +361,9 @@ def create_files(
         stat = result.to_write_stat(prev_commit="null", num_inserts=result.num_writes)
         stat.runtime_stats = _runtime(start, "total_create_time")
         stats.append(stat)
+        if indexed is not None:
+            keys = record_keys_of(ctx, remaining).slice(0, result.rows_consumed) if ctx.record_index else None
+            indexed.append(_base_file_index(ctx, result, inserted=keys, deleted=None))
         if result.rows_consumed <= 0:
             raise WriteError(f"cannot write a single record within hoodie.parquet.max.file.size={ctx.files.parquet.max_file_size}")
         remaining = remaining.slice(result.rows_consumed)
@@ -372,8 +387,10 @@ def merge_file(
     base_instant: str,
     incoming: pa.Table,
     task: TaskInfo,
+    indexed: list[WrittenFileIndex] | None = None,
 ) -> list[WriteStat]:
-    """Rewrite a file group's base file with incoming updates, deletes and inserts."""
+    """Rewrite a file group's base file with incoming updates, deletes and inserts
+    (``indexed``: gets the file's :class:`WrittenFileIndex`)."""
     start = time.perf_counter()
     ensure_partition_metadata(ctx, partition_path, task)
     old = _read_base(ctx, base_rel_path)
@@ -418,6 +435,8 @@ def merge_file(
     if len(new_keys):
         updates = int(pc.sum(pc.is_in(new_keys.cast(pa.string()), value_set=old_keys.cast(pa.string()))).as_py() or 0)
     deletes = len(dropped) - updates
+    if indexed is not None:
+        indexed.append(_merged_file_index(ctx, result, old_keys, sorted(dropped), new_keys))
     stat = result.to_write_stat(
         prev_commit=base_instant,
         num_inserts=len(new_keys) - updates,
@@ -487,8 +506,14 @@ def append_log(
     base_file: str | None,
     incoming: pa.Table,
     task: TaskInfo,
+    indexed: list[WrittenFileIndex] | None = None,
 ) -> list[WriteStat]:
-    """Append incoming updates (data block) and deletes (delete block) as a new log file."""
+    """Append incoming updates (data block) and deletes (delete block) as a new log file.
+
+    ``indexed``: gets the file's :class:`WrittenFileIndex`. The records an append handle gets
+    were located in its file group (inserts go to new or small base files): its data block
+    moves in only keys the record index does not place here (a key a log deleted, found
+    again in the base file), its delete block drops keys."""
     start = time.perf_counter()
     ensure_partition_metadata(ctx, partition_path, task)
     entries = _incoming_entries(ctx, incoming)
@@ -503,6 +528,7 @@ def append_log(
     ]
     blocks = []
     header = {HeaderKey.INSTANT_TIME: ctx.instant_time, HeaderKey.SCHEMA: ctx.log_schema_json}
+    records = None
     if data_rows:
         records = _with_meta(ctx, incoming.take(pa.array(data_rows, pa.int64())), file_id, partition_path)
         if ctx.populate_meta_fields:
@@ -556,7 +582,80 @@ def append_log(
         base_file=base_file or "",
         log_files=log_files,
     )
+    if indexed is not None:
+        inserted = deleted = None
+        if ctx.record_index:
+            deleted = pa.array([d.record_key for d in deletes], pa.string())
+            inserted = _moved_in(ctx, partition_path, file_id, records)
+        indexed.append(_log_file_index(ctx, partition_path, file_id, name, records, inserted, deleted))
     return [stat]
+
+
+# -- what handles report for the metadata table's indexes --------------------------------------
+
+
+def _base_file_index(
+    ctx: WriteContext, result: base_files.BaseFileWriteResult, inserted: pa.Array | None, deleted: pa.Array | None
+) -> WrittenFileIndex:
+    columns = ctx.column_stats_columns
+    stats = None
+    if columns is not None:
+        stats = footer_column_stats(result.partition_path, result.file_name, result.parquet_metadata, columns)
+    return WrittenFileIndex(
+        result.partition_path, result.file_id, result.file_name, stats,
+        inserted_keys=inserted.cast(pa.string()) if inserted is not None else None,
+        deleted_keys=deleted,
+    )
+
+
+def _merged_file_index(
+    ctx: WriteContext, result: base_files.BaseFileWriteResult, old_keys: pa.Array, dropped_rows: list[int], new_keys: pa.Array
+) -> WrittenFileIndex:
+    """A merge keeps the keys it kept where they are: keys new to the file group are
+    inserted, keys of the old base file that are gone are deleted."""
+    if not ctx.record_index:
+        return _base_file_index(ctx, result, None, None)
+    old = old_keys.cast(pa.string())
+    new = new_keys.cast(pa.string())
+    inserted = new.filter(pc.invert(pc.is_in(new, value_set=old))) if len(new) else new
+    gone = old.take(pa.array(dropped_rows, pa.int64())) if dropped_rows else pa.array([], pa.string())
+    deleted = gone.filter(pc.invert(pc.is_in(gone, value_set=new))) if len(gone) and len(new) else gone
+    return _base_file_index(ctx, result, inserted, deleted)
+
+
+def _moved_in(ctx: WriteContext, partition_path: str, file_id: str, records: pa.Table | None) -> pa.Array:
+    """Keys of a log data block the record index does not place in this file group."""
+    if records is None or not records.num_rows or ctx.located_by_record_index:
+        return pa.array([], pa.string())
+    from ..metadata.files_reader import MetadataTable
+    from ..metadata.indexes import lookup_record_index
+
+    keys = record_keys_of(ctx, records).cast(pa.string()).to_pylist()
+    known = lookup_record_index(MetadataTable(ctx.storage), keys)
+    moved = [
+        k for k in keys
+        if (where := known.get(k)) is None or where.file_id != file_id or where.partition_path != partition_path
+    ]
+    return pa.array(moved, pa.string())
+
+
+def _log_file_index(
+    ctx: WriteContext,
+    partition_path: str,
+    file_id: str,
+    name: str,
+    records: pa.Table | None,
+    inserted: pa.Array | None,
+    deleted: pa.Array | None,
+) -> WrittenFileIndex:
+    stats = None
+    if ctx.column_stats_columns is not None:
+        if records is not None:  # as a reader decodes the block: in the block schema's types
+            target = avro_to_arrow(ctx.log_schema_json)
+            if records.schema != target:
+                records = records.cast(target)
+        stats = log_file_column_stats(partition_path, name, records, list(ctx.column_stats_columns))
+    return WrittenFileIndex(partition_path, file_id, name, stats, inserted_keys=inserted, deleted_keys=deleted)
 
 
 def _delete_ordering(incoming: pa.Table, row: int | None, column: pa.Array | None) -> tuple[Any, str | None]:
