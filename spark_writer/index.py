@@ -75,8 +75,13 @@ def _files_frame(spark: SparkSession, refs: list[BaseFileRef]) -> DataFrame:
         ]
     )
     rows = [(r.partition_path, r.file_id, r.instant, r.path) for r in refs]
-    frame = spark.createDataFrame(rows, schema)
-    return frame.repartition(max(1, min(len(rows), spark.sparkContext.defaultParallelism * 2)))
+    return _spread(spark, rows, schema, max(1, min(len(rows), spark.sparkContext.defaultParallelism * 2)))
+
+
+def _spread(spark: SparkSession, rows: list[tuple], schema: T.StructType, tasks: int) -> DataFrame:
+    """A driver-side list as a frame of ``tasks`` partitions, sliced where it is made: a
+    ``repartition`` of a local frame would cost a shuffle (a Spark job) on every write."""
+    return spark.createDataFrame(spark.sparkContext.parallelize(rows, tasks), schema)
 
 
 def _file_keys(storage: Storage, path: str, key_generator) -> pa.Array:
@@ -344,11 +349,9 @@ def _existing_records(spark, table: HudiTable, groups: list[tuple[str, str]], sc
                     arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
                     yield pa.RecordBatch.from_arrays(arrays, schema=out_schema)
 
-    frame = spark.createDataFrame(
-        groups,
-        T.StructType([T.StructField("partition", T.StringType(), False), T.StructField("file_id", T.StringType(), False)]),
-    )
-    return frame.repartition(max(1, min(len(groups), spark.sparkContext.defaultParallelism))).mapInArrow(read, spark_schema)
+    schema = T.StructType([T.StructField("partition", T.StringType(), False), T.StructField("file_id", T.StringType(), False)])
+    frame = _spread(spark, groups, schema, max(1, min(len(groups), spark.sparkContext.defaultParallelism)))
+    return frame.mapInArrow(read, spark_schema)
 
 
 def _tag_global_merged(spark, incoming: DataFrame, joined: DataFrame, table: HudiTable, storage_options, ordering: str | None) -> DataFrame:
