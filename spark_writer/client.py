@@ -471,7 +471,7 @@ class WriteClient:
         """Tag records with their file groups, plan the buckets, write them; returns (write stats, replaced)."""
         phase = time.perf_counter()
         log.info("%s %s: locating records (%s index) ...", operation, instant_time, cfg.index_type)
-        partitions = [r[0] for r in records.select(PARTITION_PATH).distinct().collect()]
+        partitions = index.partition_paths(records)
         replaced: dict[str, list[str]] = {}
         if operation in ("insert_overwrite", "insert_overwrite_table"):
             replaced = self._file_groups_to_replace(table, partitions if operation == "insert_overwrite" else None)
@@ -496,12 +496,7 @@ class WriteClient:
             small = cfg.index_type != "BUCKET"
         tagged = tagged.persist()
         try:
-            counts = [
-                (r[0], r[1], r[2], int(r[3]), int(r[4]))
-                for r in tagged.groupBy(PARTITION_PATH, index.FILE_ID, index.PREV_COMMIT)
-                .agg(F.count(F.lit(1)), F.sum(F.col(DELETE_FLAG).cast("long")))
-                .collect()
-            ]
+            counts = index.location_counts(tagged)
             located = sum(c[3] for c in counts if c[1])
             log.info(
                 "%s %s: %d records, %d in existing file groups, located in %.1fs; writing files ...",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -75,8 +76,13 @@ def _files_frame(spark: SparkSession, refs: list[BaseFileRef]) -> DataFrame:
         ]
     )
     rows = [(r.partition_path, r.file_id, r.instant, r.path) for r in refs]
-    frame = spark.createDataFrame(rows, schema)
-    return frame.repartition(max(1, min(len(rows), spark.sparkContext.defaultParallelism * 2)))
+    return _spread(spark, rows, schema, max(1, min(len(rows), spark.sparkContext.defaultParallelism * 2)))
+
+
+def _spread(spark: SparkSession, rows: list[tuple], schema: T.StructType, tasks: int) -> DataFrame:
+    """A driver-side list as a frame of ``tasks`` partitions, sliced where it is made: a
+    ``repartition`` of a local frame would cost a shuffle stage on every write."""
+    return spark.createDataFrame(spark.sparkContext.parallelize(rows, tasks), schema)
 
 
 def _file_keys(storage: Storage, path: str, key_generator) -> pa.Array:
@@ -230,6 +236,70 @@ def _existing_locations_record_index(spark, table: HudiTable, incoming: DataFram
     return assigned.repartition(max(1, count), "g").select("k").mapInArrow(look_up, _LOCATION_SCHEMA)
 
 
+def partition_paths(records: DataFrame) -> list[str]:
+    """The partition paths of the records, sorted.
+
+    Each task lists the paths of its rows (Arrow's ``unique``) and the driver merges the
+    lists: one Spark job, where a ``distinct`` costs a shuffle and, under adaptive
+    execution, a job per stage."""
+
+    def unique(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        seen: set[str] = set()
+        for batch in batches:
+            new = [p for p in pc.unique(batch.column(0)).to_pylist() if p not in seen]
+            if new:
+                seen.update(new)
+                yield pa.RecordBatch.from_arrays([pa.array(new, pa.string())], names=["p"])
+
+    listed = records.select(PARTITION_PATH).mapInArrow(unique, "p string").collect()
+    return sorted({r[0] for r in listed})
+
+
+#: (partition path, file id or None, previous commit or None, records, deletes)
+LocationCount = tuple[str, "str | None", "str | None", int, int]
+_COUNTED = (PARTITION_PATH, FILE_ID, PREV_COMMIT)
+
+
+def location_counts(tagged: DataFrame) -> list[LocationCount]:
+    """Records and deletes per (partition, file group, previous commit) of tagged records,
+    sorted (inserts, with no file group, first in their partition).
+
+    Each task counts its rows with Arrow's group-by and the driver adds the tasks' counts
+    up: one Spark job, where a ``groupBy`` costs a shuffle and a job per stage."""
+    schema = T.StructType(
+        [T.StructField(c, T.StringType(), True) for c in _COUNTED]
+        + [T.StructField("records", T.LongType(), False), T.StructField("deletes", T.LongType(), False)]
+    )
+
+    def count_batch(batch: pa.RecordBatch) -> pa.Table:
+        counted = pa.Table.from_batches([batch]).group_by(list(_COUNTED), use_threads=False).aggregate(
+            [([], "count_all"), (DELETE_FLAG, "sum")]
+        )
+        columns = {c: counted.column(c) for c in _COUNTED}
+        return pa.table({**columns, "records": counted.column("count_all"), "deletes": counted.column(f"{DELETE_FLAG}_sum")})
+
+    def count(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        partials = [count_batch(b) for b in batches if b.num_rows]
+        if not partials:
+            return
+        totals = pa.concat_tables(partials).group_by(list(_COUNTED), use_threads=False).aggregate(
+            [("records", "sum"), ("deletes", "sum")]
+        )
+        yield pa.RecordBatch.from_arrays(
+            [totals.column(c).combine_chunks() for c in _COUNTED]
+            + [pc.fill_null(totals.column(f"{c}_sum"), 0).cast(pa.int64()).combine_chunks() for c in ("records", "deletes")],
+            names=[f.name for f in schema.fields],
+        )
+
+    summed: dict[tuple, list[int]] = {}
+    for row in tagged.select(*_COUNTED, DELETE_FLAG).mapInArrow(count, schema).collect():
+        totals = summed.setdefault((row[0], row[1], row[2]), [0, 0])
+        totals[0] += int(row[3])
+        totals[1] += int(row[4])
+    ordered = sorted(summed, key=lambda k: (k[0], k[1] is not None, k[1] or "", k[2] is not None, k[2] or ""))
+    return [(p, f, c, *summed[(p, f, c)]) for p, f, c in ordered]
+
+
 def tag_locations(
     spark: SparkSession,
     incoming: DataFrame,
@@ -344,11 +414,9 @@ def _existing_records(spark, table: HudiTable, groups: list[tuple[str, str]], sc
                     arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
                     yield pa.RecordBatch.from_arrays(arrays, schema=out_schema)
 
-    frame = spark.createDataFrame(
-        groups,
-        T.StructType([T.StructField("partition", T.StringType(), False), T.StructField("file_id", T.StringType(), False)]),
-    )
-    return frame.repartition(max(1, min(len(groups), spark.sparkContext.defaultParallelism))).mapInArrow(read, spark_schema)
+    schema = T.StructType([T.StructField("partition", T.StringType(), False), T.StructField("file_id", T.StringType(), False)])
+    frame = _spread(spark, groups, schema, max(1, min(len(groups), spark.sparkContext.defaultParallelism)))
+    return frame.mapInArrow(read, spark_schema)
 
 
 def _tag_global_merged(spark, incoming: DataFrame, joined: DataFrame, table: HudiTable, storage_options, ordering: str | None) -> DataFrame:

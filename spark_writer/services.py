@@ -54,6 +54,10 @@ class SparkServiceEngine:
         """The service instant's heartbeat, lock and conflict check, with the writes' options."""
         return WriteConcurrency(table.storage, self.cfg.concurrency_settings)
 
+    def _one_per_task(self, rows: list[tuple], schema: str):
+        """One row per Spark task, sliced where the frame is made (a ``repartition`` would add a shuffle stage)."""
+        return self.spark.createDataFrame(self.spark.sparkContext.parallelize(rows, max(1, len(rows))), schema)
+
     def compact(self, instant_time: str) -> None:
         table = self._table()
         ops = compaction.read_plan(table, instant_time).operations or []
@@ -63,7 +67,7 @@ class SparkServiceEngine:
 
         def run(operations: list[CompactionOperation], ctx: WriteContext) -> list[WriteStat]:
             rows = [(json.dumps(op.to_record()),) for op in operations]
-            frame = self.spark.createDataFrame(rows, "op string").repartition(max(1, len(rows)))
+            frame = self._one_per_task(rows, "op string")
             return collect_stats(frame.mapInArrow(_compaction_fn(self.path, self.storage_options, ctx, instant_time), STATS_SCHEMA))
 
         compaction.run_compaction(table, instant_time, self.cfg.file_settings, run, concurrency=self._concurrency(table))
@@ -78,7 +82,7 @@ class SparkServiceEngine:
 
         def run(groups: list[ClusteringGroup], ctx: WriteContext, sort_columns: list[str] | None) -> list[WriteStat]:
             rows = [(json.dumps(g.to_record()),) for g in groups]
-            frame = self.spark.createDataFrame(rows, "g string").repartition(max(1, len(rows)))
+            frame = self._one_per_task(rows, "g string")
             fn = _clustering_fn(self.path, self.storage_options, ctx, instant_time, sort_columns)
             return collect_stats(frame.mapInArrow(fn, STATS_SCHEMA))
 

@@ -38,10 +38,11 @@ def fresh_fixture(tmp_path):
 
 @pytest.fixture(scope="session")
 def spark():
-    """One local Spark session for the whole test run."""
+    """One local Spark session for the whole test run: tiny inputs in two slices and two shuffle
+    partitions, as many as the machine's cores (more only add Python tasks to every write)."""
     from spark_writer.session import local_session
 
-    session = local_session()
+    session = local_session(shuffle_partitions=2)
     yield session
     session.stop()
 
