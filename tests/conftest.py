@@ -14,6 +14,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import executor_env  # noqa: E402
 from fixtures import fixture_id, fixture_zips, unzip_fixture  # noqa: E402
 
+
+def pytest_configure(config):
+    """Compile the project's modules once: the run starts hundreds of Python processes (Spark
+    workers, killed writers, concurrent jobs) that import them, and where the environment
+    sets ``PYTHONDONTWRITEBYTECODE`` each would compile them again. Python checks a ``.pyc``
+    against its source, so a stale one is never used."""
+    import compileall
+
+    root = Path(__file__).resolve().parent.parent
+    for package in ("hudi_duck", "spark_writer", "tests"):
+        compileall.compile_dir(str(root / package), quiet=2)
+
+
 FIXTURE_ZIPS = fixture_zips()
 FIXTURE_IDS = [fixture_id(z) for z in FIXTURE_ZIPS]
 
