@@ -330,7 +330,7 @@ class WriteClient:
                     operation_type=OPERATION_TYPES[operation],
                     partition_to_replace_file_ids=replaced if action == Action.REPLACE_COMMIT else None,
                 )
-                self._hand_over_indexes(txn, table, avro_schema)
+                self._hand_over_indexes(txn)
                 txn.commit(metadata)
         except BaseException as exc:
             raise _clear_error(exc, self.path) from exc
@@ -353,7 +353,7 @@ class WriteClient:
             return None
         return tuple(index_columns(table.storage, table.config, settings.indexes, schema_json=avro_schema))
 
-    def _hand_over_indexes(self, txn: Transaction, table: HudiTable, avro_schema: str) -> None:
+    def _hand_over_indexes(self, txn: Transaction) -> None:
         """The index records the tasks made go to the metadata table's delta commit of the instant."""
         written = self._written
         if written is None:
@@ -364,7 +364,7 @@ class WriteClient:
 
             record_index = SparkRecordIndexWriter(written.record_index_changes)
         attach_written_indexes(
-            txn, WrittenIndexes(self._index_columns(table, avro_schema), tuple(written.files), record_index)
+            txn, WrittenIndexes(written.column_stats_columns, tuple(written.files), record_index)
         )
 
     def _run_inline_services(self, cfg: WriteConfig, result: WriteResult, started: float) -> None:
@@ -588,7 +588,7 @@ class WriteClient:
 
     def _collect(self, out: DataFrame, ctx: WriteContext) -> list[WriteStat]:
         """Run the tasks of ``out``; their stats come back, their index records are kept for the commit."""
-        self._written = executor.collect_written(out, ctx.record_index)
+        self._written = executor.collect_written(out, ctx.record_index, ctx.column_stats_columns)
         return self._written.stats
 
     @staticmethod

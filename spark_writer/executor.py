@@ -40,15 +40,17 @@ INTERNAL_COLUMNS = (BUCKET, "_hd_file_id", "_hd_prev_commit", "_hd_r")
 
 #: What write tasks return: a row per file written (its stat, its ``column_stats`` records
 #: pickled), and a row per record-index change (key, where it now is, or deleted).
-WRITE_SCHEMA = T.StructType(
+#: A record-index change: the key, where it now is (partition, file id), or that it was deleted.
+CHANGE_SCHEMA = T.StructType(
     [
-        T.StructField("stat", T.StringType(), True),
-        T.StructField("index", T.BinaryType(), True),
         T.StructField("key", T.StringType(), True),
         T.StructField("partition", T.StringType(), True),
         T.StructField("file_id", T.StringType(), True),
         T.StructField("deleted", T.BooleanType(), True),
     ]
+)
+WRITE_SCHEMA = T.StructType(
+    [T.StructField("stat", T.StringType(), True), T.StructField("index", T.BinaryType(), True)] + CHANGE_SCHEMA.fields
 )
 _ARROW_WRITE = pa.schema(
     [
@@ -131,15 +133,19 @@ class WriteOutput:
 
     stats: list[WriteStat]
     files: list[WrittenFileIndex]
-    #: rows (key, partition, file_id, deleted); None without a record index
+    #: rows of :data:`CHANGE_SCHEMA`; None without a record index
     record_index_changes: Any = None
+    #: the columns the tasks kept ``column_stats`` records of (None: no column stats)
+    column_stats_columns: tuple[str, ...] | None = None
 
     def release(self) -> None:
         """Drop the frame: Spark frees its blocks once nothing refers to it."""
         self.record_index_changes = None
 
 
-def collect_written(frame, keep_record_index_changes: bool) -> WriteOutput:
+def collect_written(
+    frame, keep_record_index_changes: bool, column_stats_columns: tuple[str, ...] | None = None
+) -> WriteOutput:
     """Run the write of a ``mapInArrow`` frame of :data:`WRITE_SCHEMA`: stats and column
     stats come to the driver, record-index changes stay on the executors."""
     from pyspark.sql import functions as F
@@ -156,8 +162,8 @@ def collect_written(frame, keep_record_index_changes: bool) -> WriteOutput:
             files.append(WrittenFileIndex(stat.partition_path or "", stat.file_id or "", name, pickle.loads(payload)))
     changes = None
     if keep_record_index_changes:
-        changes = frame.filter(F.col("key").isNotNull()).select("key", "partition", "file_id", "deleted")
-    return WriteOutput(stats, files, changes)
+        changes = frame.filter(F.col("key").isNotNull()).select(*CHANGE_SCHEMA.fieldNames())
+    return WriteOutput(stats, files, changes, column_stats_columns)
 
 
 def _drop_internal(table: pa.Table) -> pa.Table:

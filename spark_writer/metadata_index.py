@@ -22,18 +22,10 @@ from hudi_duck.core.metadata.writer import LogFileTarget, write_record_index_log
 from hudi_duck.core.storage.storage import Storage
 from hudi_duck.core.timeline.commit_metadata import WriteStat
 
-from .executor import STATS_SCHEMA, _stats_batch, collect_stats
+from .executor import CHANGE_SCHEMA, STATS_SCHEMA, _stats_batch, collect_stats
 
 FILE_GROUP = "_hd_file_group"
-_CHANGES = T.StructType(
-    [
-        T.StructField("key", T.StringType(), True),
-        T.StructField("partition", T.StringType(), True),
-        T.StructField("file_id", T.StringType(), True),
-        T.StructField("deleted", T.BooleanType(), True),
-    ]
-)
-_TAGGED = T.StructType(_CHANGES.fields + [T.StructField(FILE_GROUP, T.IntegerType(), False)])
+_TAGGED = T.StructType(CHANGE_SCHEMA.fields + [T.StructField(FILE_GROUP, T.IntegerType(), False)])
 
 
 def _tag_fn(count: int):
@@ -91,7 +83,7 @@ class SparkRecordIndexWriter:
         spark = self.changes.sparkSession
         frame = self.changes
         if deleted_keys:
-            extra = spark.createDataFrame([(k, None, None, True) for k in deleted_keys], _CHANGES)
+            extra = spark.createDataFrame([(k, None, None, True) for k in deleted_keys], CHANGE_SCHEMA)
             frame = frame.unionByName(extra)
         tagged = frame.mapInArrow(_tag_fn(len(targets)), _TAGGED)
         tasks = max(1, min(len(targets), 2 * spark.sparkContext.defaultParallelism))
