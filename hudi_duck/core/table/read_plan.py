@@ -200,6 +200,11 @@ class ReadPlan:
 
     def fingerprint(self) -> str:
         """A digest of the whole plan, equal for equal plans in any process."""
+        return self._fingerprint
+
+    @functools.cached_property
+    def _fingerprint(self) -> str:
+        # computed once per plan object: a cached plan is fingerprinted by every query that reuses it
         return digest_of(self)
 
 
