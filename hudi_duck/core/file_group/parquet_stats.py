@@ -316,3 +316,9 @@ def holds_only(storage: Storage, rel_path: str, values: dict[str, Any]) -> bool:
             _KNOWN.clear()
         _KNOWN[key] = answer
     return answer
+
+
+def forget() -> None:
+    """Drop the answers kept for this process (what a new process starts without)."""
+    with _KNOWN_LOCK:
+        _KNOWN.clear()
