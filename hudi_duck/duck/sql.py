@@ -27,6 +27,7 @@ import pyarrow as pa
 from ..core.file_group import parquet_stats
 from ..core.file_group.file_slice import FileSlice
 from ..core.schema.meta_fields import COMMIT_TIME
+from ..core.storage.storage import url_protocol
 from ..core.table.filters import ColumnFilter
 from ..core.table.read_plan import ReadPlan
 from . import cache, lazy
@@ -216,15 +217,17 @@ class SqlRenderer:
         both ``extract_partition_values_from_path`` modes, and no row needs checking). DuckDB
         then prunes files on partition filters itself and aggregates per partition.
         """
+        # a footer read per file: local files only (an object store would take requests for each)
+        if url_protocol(self.plan.location.base_uri) not in ("file", "local"):
+            return [], slices
         folders = self._hive_folders()
         if not folders:
             return [], slices
-        storage = None
+        storage = self.plan.location.open()
         hive, rest = [], []
         for s in slices:
             values = folders.get(s.partition_path)
             if values is not None and s.base_file is not None and self.plan.has_table_schema(s):
-                storage = storage or self.plan.location.open()
                 if parquet_stats.holds_only(storage, s.base_file.path, values):
                     hive.append(self.plan.location.uri(s.base_file.path))
                     continue
