@@ -120,7 +120,8 @@ def test_file_whose_rows_differ_from_its_folder(con, fresh_fixture):
     file = sorted(glob.glob(f"{path}/byteField=20/*/*.parquet"))[0]
     original = pq.read_table(file)
     column = original.schema.get_field_index("shortField")
-    changed = original.set_column(column, "shortField", pa.array([999] * original.num_rows, original.schema.field(column).type))
+    other = pa.array([999] * original.num_rows, original.schema.field(column).type)
+    changed = original.set_column(column, "shortField", other)
     pq.write_table(changed, file)
     _commit_size(path, os.path.basename(file), os.path.getsize(file))
     planner.clear_plan_cache()

@@ -363,7 +363,9 @@ def _duckdb_type(dtype: pa.DataType) -> str | None:
 
 
 #: The hive value of the empty schema file's folder, per type (any value of the type: the file has no rows).
-_HIVE_PLACEHOLDER = {"VARCHAR": "x", "TINYINT": "0", "SMALLINT": "0", "INTEGER": "0", "BIGINT": "0", "DATE": "1970-01-01"}
+_HIVE_PLACEHOLDER = {
+    "VARCHAR": "x", "TINYINT": "0", "SMALLINT": "0", "INTEGER": "0", "BIGINT": "0", "DATE": "1970-01-01",
+}
 _HIVE_TEXT = re.compile(r"[A-Za-z0-9_.-]+")
 
 
