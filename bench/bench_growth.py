@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench_write import same_content_frame
     from data import PARTITION, RECORD_KEY, hudi_options, trips
     from hudi_duck.duck import lazy
+    from hudi_duck.core.file_group import parquet_stats
     from hudi_duck.duck.planner import clear_plan_cache
     from pyspark.sql import functions as F
 
@@ -84,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         cache_dir.mkdir(parents=True, exist_ok=True)
         lazy.REGISTRY.clear()
         clear_plan_cache()
+        parquet_stats.forget()
 
     def hudi_read(path: str):
         cold()

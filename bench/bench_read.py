@@ -271,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     import duckdb
 
     import hudi_duck
+    from hudi_duck.core.file_group import parquet_stats
     from hudi_duck.duck import lazy
     from hudi_duck.duck.planner import clear_plan_cache, plan_sql
 
@@ -279,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         cache_dir.mkdir(parents=True, exist_ok=True)
         lazy.REGISTRY.clear()
         clear_plan_cache()
+        parquet_stats.forget()  # the footer statistics proven for hive-style folders
 
     clear_caches()
     env_start = environment()

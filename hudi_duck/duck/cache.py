@@ -401,6 +401,22 @@ def schema_file(schema: pa.Schema) -> str:
     return cached_parquet(key, "schema", schema.empty_table)
 
 
+def hive_schema_file(schema: pa.Schema, folders: tuple[tuple[str, str], ...]) -> str:
+    """An empty parquet file with ``schema`` below hive-style folders ``col=text`` (in order):
+    the first file of a ``hive_partitioning`` scan, which needs every file to name the same
+    partition columns in its path."""
+    key = digest("hive-schema", schema.to_string(show_schema_metadata=False), folders)
+    folder = cache_dir() / f"{key}.hive"
+    for column, text in folders:
+        folder = folder / f"{column}={text}"
+    path = folder / f"{key}.schema.parquet"
+    name = f"{key}.schema"
+    if not check(path, name):
+        folder.mkdir(parents=True, exist_ok=True)
+        write_parquet(schema.empty_table(), path, name)
+    return str(path)
+
+
 # -- sealed blobs (files only this process reads back) -------------------------------------------
 
 

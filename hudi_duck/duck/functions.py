@@ -194,6 +194,13 @@ def connect(
     filesystems: list[Any] | None = None,
     **kwargs: Any,
 ) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection with the ``hudi_*`` table functions registered."""
+    """A DuckDB connection with the ``hudi_*`` table functions registered.
+
+    DuckDB's ``parquet_metadata_cache`` is on unless ``config`` sets it: a Hudi base file's
+    footer carries the bloom filter of its record keys (hundreds of KB, even for a few rows),
+    and parsing it again on every query costs more than scanning a small file's rows.
+    Base files are never changed once written, so parsed footers stay valid."""
     con = duckdb.connect(database, **kwargs)
+    if "parquet_metadata_cache" not in (kwargs.get("config") or {}):
+        con.execute("SET parquet_metadata_cache = true")
     return register(con, storage_options, filesystems)

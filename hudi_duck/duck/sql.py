@@ -18,13 +18,16 @@ partition values derived from the path) really skips files.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import pyarrow as pa
 
+from ..core.file_group import parquet_stats
 from ..core.file_group.file_slice import FileSlice
 from ..core.schema.meta_fields import COMMIT_TIME
+from ..core.storage.storage import url_protocol
 from ..core.table.filters import ColumnFilter
 from ..core.table.read_plan import ReadPlan
 from . import cache, lazy
@@ -72,6 +75,8 @@ class SqlRenderer:
         self.plan = plan
         self.schema: pa.Schema = plan.schema
         self.stats = RenderStats()
+        #: the partition columns of hive-style folders, in path order
+        self._hive_columns: tuple[str, ...] = ()
         self._folder_values = self._renderable_folder_values()
 
     # -- columns ----------------------------------------------------------------------
@@ -201,10 +206,70 @@ class SqlRenderer:
         paths = [cache.schema_file(self.schema)] + files
         return f"read_parquet({list_literal(paths)}, {', '.join(options)})"
 
+    # -- base files whose folders are DuckDB hive partitions -------------------------------
+    def _split_hive(self, slices: list[FileSlice]) -> tuple[list[str], list[FileSlice]]:
+        """Base files DuckDB can read with ``hive_partitioning`` (partition values from the path),
+        and the other slices.
+
+        A file qualifies when its folder is ``col=text/...`` with texts DuckDB parses back to
+        exactly the folder's values, it has the table's schema, and its footer statistics prove
+        that every row stores those values (then the folder's value *is* the file's value, in
+        both ``extract_partition_values_from_path`` modes, and no row needs checking). DuckDB
+        then prunes files on partition filters itself and aggregates per partition.
+        """
+        # a footer read per file: local files only (an object store would take requests for each)
+        if url_protocol(self.plan.location.base_uri) not in ("file", "local"):
+            return [], slices
+        folders = self._hive_folders()
+        if not folders:
+            return [], slices
+        storage = self.plan.location.open()
+        hive, rest = [], []
+        for s in slices:
+            values = folders.get(s.partition_path)
+            if values is not None and s.base_file is not None and self.plan.has_table_schema(s):
+                if parquet_stats.holds_only(storage, s.base_file.path, values):
+                    hive.append(self.plan.location.uri(s.base_file.path))
+                    continue
+            rest.append(s)
+        return hive, rest
+
+    def _hive_folders(self) -> dict[str, dict[str, Any]]:
+        """Partition path -> values, for folders that are exactly DuckDB hive partitions."""
+        if "=" in self.plan.location.files_uri or "=" in str(cache.cache_dir()):
+            return {}
+        types = {f.name: f.type for f in self.schema}
+        out: dict[str, dict[str, Any]] = {}
+        for p in self.plan.folder_partition_values:
+            if p.values is None or not p.values:
+                continue
+            texts = [(c, _hive_text(v)) for c, v in p.values]
+            if any(t is None or c not in types or _duckdb_type(types[c]) is None for c, t in texts):
+                continue
+            if p.path.strip("/").split("/") == [f"{c}={t}" for c, t in texts]:
+                out[p.path] = dict(p.values)
+                self._hive_columns = tuple(c for c, _ in p.values)
+        return out
+
+    def _hive_scan(self, files: list[str]) -> str:
+        columns = self._hive_columns
+        hive_types = ", ".join(f"{quote_literal(c)}: {_duckdb_type(self.schema.field(c).type)}" for c in columns)
+        first = cache.hive_schema_file(
+            self.schema, tuple((c, _HIVE_PLACEHOLDER[_duckdb_type(self.schema.field(c).type)]) for c in columns)
+        )
+        return (
+            f"read_parquet({list_literal([first] + files)}, hive_partitioning=true, hive_types={{{hive_types}}}, "
+            "hive_types_autocast=false)"
+        )
+
     # -- branches ---------------------------------------------------------------------------
     def _base_only_branches(self) -> list[str]:
         branches = []
-        for files, evolved, dirs in self._group_base_files(self.plan.base_only_slices):
+        hive, slices = self._split_hive(self.plan.base_only_slices)
+        if hive:
+            self.stats.base_files += len(hive)
+            branches.append(f"SELECT {self._projection()} FROM {self._hive_scan(hive)}{self._where_with()}")
+        for files, evolved, dirs in self._group_base_files(slices):
             self.stats.base_files += len(files)
             branches.append(self._branch(self._scan(files, evolved), dirs))
         return branches
@@ -295,6 +360,27 @@ def _duckdb_type(dtype: pa.DataType) -> str | None:
     if pa.types.is_decimal(dtype):
         return f"DECIMAL({dtype.precision}, {dtype.scale})"
     return _DUCKDB_TYPES.get(dtype)
+
+
+#: The hive value of the empty schema file's folder, per type (any value of the type: the file has no rows).
+_HIVE_PLACEHOLDER = {
+    "VARCHAR": "x", "TINYINT": "0", "SMALLINT": "0", "INTEGER": "0", "BIGINT": "0", "DATE": "1970-01-01",
+}
+_HIVE_TEXT = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def _hive_text(value: object) -> str | None:
+    """How a hive folder spells ``value`` so that DuckDB reads back exactly ``value``; None: no such spelling
+    (no escapes, nothing DuckDB reads as NULL)."""
+    import datetime as _dt
+
+    if isinstance(value, bool) or isinstance(value, _dt.datetime):
+        return None
+    if isinstance(value, (str, int, _dt.date)):
+        text = value.isoformat() if isinstance(value, _dt.date) else str(value)
+        if _HIVE_TEXT.fullmatch(text) and text.upper() not in ("NULL", "__HIVE_DEFAULT_PARTITION__"):
+            return text
+    return None
 
 
 def _literal_ok(value: object) -> bool:

@@ -359,6 +359,9 @@ def read_base_keys(ctx: SliceReadContext, slice_: FileSlice) -> tuple[pa.Array |
     """Record keys and ordering values of a slice's base file, in physical row order."""
     if slice_.base_file is None:
         return None, None
+    if ctx.storage.is_local:  # pyarrow's own file reads: a third cheaper than through a Python file object
+        parquet = pq.ParquetFile(ctx.storage.abs(slice_.base_file.path))
+        return _base_keys(ctx, parquet.read(columns=_base_key_columns(ctx, parquet), use_threads=False))
     with ctx.storage.open(slice_.base_file.path) as handle:
         parquet = pq.ParquetFile(handle)
         return _base_keys(ctx, parquet.read(columns=_base_key_columns(ctx, parquet)))

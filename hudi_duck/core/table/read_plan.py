@@ -152,6 +152,9 @@ class ReadPlan:
     #: columns whose values come from the partition folder (empty: read them from the files)
     partition_columns: tuple[str, ...] = ()
     partition_values: tuple[PartitionValues, ...] = ()
+    #: each folder's values of the key generator's partition columns, in either mode: an engine may take
+    #: a base file's partition columns from its folder when the file's statistics prove it stores them
+    folder_partition_values: tuple[PartitionValues, ...] = ()
     #: None when record keys are stored in the ``_hoodie_record_key`` meta column
     key_generator: KeyGeneratorSpec | None = None
     options: ReadOptions = ReadOptions()
@@ -197,6 +200,11 @@ class ReadPlan:
 
     def fingerprint(self) -> str:
         """A digest of the whole plan, equal for equal plans in any process."""
+        return self._fingerprint
+
+    @functools.cached_property
+    def _fingerprint(self) -> str:
+        # computed once per plan object: a cached plan is fingerprinted by every query that reuses it
         return digest_of(self)
 
 
@@ -504,7 +512,9 @@ def _plan(
 ) -> ReadPlan:
     """The plan's table-wide facts: schema, merge and key configuration, partition values, file schemas."""
     schema = table.schema
-    columns = _partition_columns(table, schema) if options.extract_partition_values_from_path else ()
+    folder_columns = _partition_columns(table, schema)
+    columns = folder_columns if options.extract_partition_values_from_path else ()
+    folder_values = _partition_values(table, schema, folder_columns, {s.partition_path for s in slices})
     key_generator = None
     if not table.has_meta_fields:
         key_generator = KeyGeneratorSpec(tuple(sorted(table.config.props.items())))
@@ -517,7 +527,8 @@ def _plan(
         instants=instants,
         table_schema_instants=_table_schema_instants(table, {s.base_file.instant_time for s in slices if s.base_file}),
         partition_columns=columns,
-        partition_values=_partition_values(table, schema, columns, {s.partition_path for s in slices}),
+        partition_values=folder_values if columns else (),
+        folder_partition_values=folder_values,
         key_generator=key_generator,
         options=options,
         listing=table.file_system_view.listing.source,

@@ -1,0 +1,141 @@
+"""Partition values taken from hive-style folders: DuckDB's ``hive_partitioning`` reads a base file's
+partition columns from its path only when the file's footer statistics prove every row stores those
+values; a file whose rows differ is read (and checked row by row) as before."""
+
+from __future__ import annotations
+
+import datetime as dt
+import glob
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import hudi_duck
+from hudi_duck.core.file_group import parquet_stats
+from hudi_duck.core.storage.storage import get_storage
+from hudi_duck.duck import planner
+
+COMPLEX_KEYGEN = "sample_table/cow/v6_complexkeygen_hivestyle"
+
+
+def _write(path, table: pa.Table, **kwargs) -> str:
+    pq.write_table(table, path, **kwargs)
+    return os.path.basename(path)
+
+
+def _holds(tmp_path, name: str, values: dict) -> bool:
+    return parquet_stats.holds_only(get_storage(str(tmp_path), {}), name, values)
+
+
+def test_statistics_prove_a_constant_column(tmp_path):
+    n = 1000
+    table = pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        "city": pa.array(["tokyo"] * n),
+        "year": pa.array([2024] * n, pa.int32()),
+        "big": pa.array([7] * n, pa.int64()),
+        "day": pa.array([dt.date(2024, 1, 2)] * n, pa.date32()),
+    })
+    name = _write(tmp_path / "a.parquet", table, row_group_size=300)  # four row groups
+    assert _holds(tmp_path, name, {"city": "tokyo", "year": 2024, "big": 7, "day": dt.date(2024, 1, 2)})
+    assert not _holds(tmp_path, name, {"city": "paris"})
+    assert not _holds(tmp_path, name, {"year": 2023})
+    assert not _holds(tmp_path, name, {"day": dt.date(2024, 1, 3)})
+    assert not _holds(tmp_path, name, {"id": 5})  # many values
+    assert not _holds(tmp_path, name, {"missing": "x"})
+    assert not _holds(tmp_path, name, {"year": "2024"})  # a string is not an INT32
+
+
+def test_statistics_that_prove_nothing(tmp_path):
+    mixed = _write(tmp_path / "mixed.parquet", pa.table({"city": ["tokyo"] * 10 + ["paris"]}), row_group_size=5)
+    nulls = _write(tmp_path / "nulls.parquet", pa.table({"city": ["tokyo", None]}))
+    no_stats = _write(tmp_path / "nostats.parquet", pa.table({"city": ["tokyo"]}), write_statistics=False)
+    (tmp_path / "broken.parquet").write_bytes(b"PAR1 not a footer PAR1")
+    assert not _holds(tmp_path, mixed, {"city": "tokyo"})  # the last row group holds paris
+    assert not _holds(tmp_path, nulls, {"city": "tokyo"})
+    assert not _holds(tmp_path, no_stats, {"city": "tokyo"})
+    assert not _holds(tmp_path, "broken.parquet", {"city": "tokyo"})
+    assert not _holds(tmp_path, "gone.parquet", {"city": "tokyo"})
+
+
+def test_footer_statistics_agree_with_pyarrow(fixture_tables):
+    """The Thrift reader gives the same statistics pyarrow does, on base files Apache Hudi wrote."""
+    base = fixture_tables[COMPLEX_KEYGEN]
+    files = glob.glob(f"{base}/*/*/*.parquet")
+    assert files
+    storage = get_storage(base, {})
+    for file in files:
+        meta = pq.read_metadata(file)
+        names = [meta.schema.column(i).path for i in range(meta.num_columns)]
+        wanted = frozenset(n for n in names if "." not in n)
+        groups = parquet_stats.column_stats(parquet_stats.read_footer(storage, os.path.relpath(file, base)), wanted)
+        assert len(groups) == meta.num_row_groups
+        for i, group in enumerate(groups):
+            for name in wanted:
+                chunk = meta.row_group(i).column(names.index(name))
+                stats = group[name]
+                assert stats.num_values == chunk.num_values
+                if chunk.statistics is not None and chunk.statistics.has_null_count:
+                    assert stats.null_count == chunk.statistics.null_count
+
+
+def _commit_size(base: str, file_name: str, size: int) -> None:
+    """Record a rewritten base file's new size in the commit that wrote it."""
+    for commit in glob.glob(f"{base}/.hoodie/*.commit"):
+        text = open(commit).read()
+        if file_name not in text:
+            continue
+        meta = json.loads(text)
+        for stats in meta["partitionToWriteStats"].values():
+            for stat in stats:
+                if stat["path"].endswith(file_name):
+                    stat["fileSizeInBytes"] = size
+        with open(commit, "w") as handle:
+            json.dump(meta, handle)
+
+
+def test_hive_folders_read_by_duckdb(con, fixture_tables):
+    path = fixture_tables[COMPLEX_KEYGEN]
+    for values_from_path in (True, False):
+        sql = planner.plan_sql("snapshot", path, None, None, {}, values_from_path=values_from_path)
+        assert "hive_partitioning=true" in sql and "error(" not in sql
+    rows = con.sql(f"SELECT byteField, shortField, count(*) FROM hudi_snapshot('{path}') GROUP BY ALL ORDER BY ALL")
+    latest = [f"{path}/{s['partition_path']}/{s['base_file']}" for s in hudi_duck.open_table(path).file_slices()]
+    stored = con.sql(
+        f"SELECT byteField, shortField, count(*) FROM read_parquet({latest!r}, hive_partitioning=false) "
+        "GROUP BY ALL ORDER BY ALL"
+    )
+    assert rows.fetchall() == stored.fetchall()
+    pruned = con.sql(f"SELECT DISTINCT byteField FROM hudi_snapshot('{path}') WHERE byteField = 10").fetchall()
+    assert pruned == [(10,)]
+
+
+def test_file_whose_rows_differ_from_its_folder(con, fresh_fixture):
+    """A file storing other values than its folder names is not read through its path: the folder
+    mode fails as before, the file mode returns the stored values."""
+    path = fresh_fixture(COMPLEX_KEYGEN)
+    file = sorted(glob.glob(f"{path}/byteField=20/*/*.parquet"))[0]
+    original = pq.read_table(file)
+    column = original.schema.get_field_index("shortField")
+    other = pa.array([999] * original.num_rows, original.schema.field(column).type)
+    changed = original.set_column(column, "shortField", other)
+    pq.write_table(changed, file)
+    _commit_size(path, os.path.basename(file), os.path.getsize(file))
+    planner.clear_plan_cache()
+
+    sql = planner.plan_sql("snapshot", path, None, None, {}, values_from_path=True)
+    branches = sql.split("\nUNION ALL\n")
+    hive = [b for b in branches if "hive_partitioning=true" in b]
+    checked = [b for b in branches if os.path.basename(file) in b]
+    assert len(hive) == 1 and os.path.basename(file) not in hive[0]
+    assert len(checked) == 1 and "error(" in checked[0]
+    with pytest.raises(Exception, match="extract_partition_values_from_path := false"):
+        con.sql(f"SELECT * FROM hudi_snapshot('{path}')").fetchall()
+    stored = con.sql(
+        f"SELECT shortField FROM hudi_snapshot('{path}', extract_partition_values_from_path := false) "
+        "WHERE byteField = 20"
+    ).fetchall()
+    assert stored == [(999,)] * original.num_rows
