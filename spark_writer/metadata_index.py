@@ -1,6 +1,6 @@
-"""The metadata table's ``record_index`` log files of a write, written by Spark tasks.
+"""The metadata table's ``record_index`` log files of a write or a clustering, written by Spark tasks.
 
-The write tasks keep their record-index changes (key, partition, file id, deleted) as
+The write (or clustering) tasks keep their record-index changes (key, partition, file id, deleted) as
 rows on the executors (``executor.WriteOutput``). Inside the metadata table's delta
 commit of the same instant one Spark job tags every change with the record-index file
 group its key maps to, brings each file group's changes to one task, and that task
