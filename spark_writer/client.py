@@ -31,7 +31,7 @@ from pyspark.sql import types as T
 from hudi_duck.core.config.table_config import PROPERTIES_FILE, Keys, TableConfig
 from hudi_duck.core.errors import HudiError, KeyGeneratorError, SchemaError, TableServiceError, WriteError
 from hudi_duck.core.keygen import key_generator_from_write_options
-from hudi_duck.core.metadata.writer import MetadataTable, WrittenIndexes, attach_written_indexes, index_columns
+from hudi_duck.core.metadata.writer import MetadataTable, attach_written_indexes, index_columns
 from hudi_duck.core.merge.mode import EVENT_TIME_STRATEGY_ID, OVERWRITE_WITH_LATEST_PAYLOAD
 from hudi_duck.core.schema.avro_arrow import (
     arrow_to_avro,
@@ -358,14 +358,9 @@ class WriteClient:
         written = self._written
         if written is None:
             return
-        record_index = None
-        if written.record_index_changes is not None:
-            from .metadata_index import SparkRecordIndexWriter
+        from .metadata_index import written_indexes
 
-            record_index = SparkRecordIndexWriter(written.record_index_changes)
-        attach_written_indexes(
-            txn, WrittenIndexes(written.column_stats_columns, tuple(written.files), record_index)
-        )
+        attach_written_indexes(txn, written_indexes(written))
 
     def _run_inline_services(self, cfg: WriteConfig, result: WriteResult, started: float) -> None:
         """Services after the commit: a failure never undoes the write. It is raised as a

@@ -1,6 +1,6 @@
-"""The metadata table's ``record_index`` log files of a write, written by Spark tasks.
+"""The metadata table's ``record_index`` log files of a write or a clustering, written by Spark tasks.
 
-The write tasks keep their record-index changes (key, partition, file id, deleted) as
+The write (or clustering) tasks keep their record-index changes (key, partition, file id, deleted) as
 rows on the executors (``executor.WriteOutput``). Inside the metadata table's delta
 commit of the same instant one Spark job tags every change with the record-index file
 group its key maps to, brings each file group's changes to one task, and that task
@@ -18,11 +18,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from hudi_duck.core.metadata.layout import file_group_index
-from hudi_duck.core.metadata.writer import LogFileTarget, write_record_index_log_file
+from hudi_duck.core.metadata.writer import LogFileTarget, WrittenIndexes, write_record_index_log_file
 from hudi_duck.core.storage.storage import Storage
 from hudi_duck.core.timeline.commit_metadata import WriteStat
 
-from .executor import CHANGE_SCHEMA, STATS_SCHEMA, _stats_batch, collect_stats
+from .executor import CHANGE_SCHEMA, STATS_SCHEMA, WriteOutput, _stats_batch, collect_stats
 
 FILE_GROUP = "_hd_file_group"
 _TAGGED = T.StructType(CHANGE_SCHEMA.fields + [T.StructField(FILE_GROUP, T.IntegerType(), False)])
@@ -90,3 +90,11 @@ class SparkRecordIndexWriter:
         ordered = tagged.repartition(tasks, FILE_GROUP).sortWithinPartitions(FILE_GROUP, "key")
         out = ordered.mapInArrow(_write_fn(mdt.base_uri, dict(mdt.storage_options), targets, instant_time), STATS_SCHEMA)
         return collect_stats(out)
+
+
+def written_indexes(output: WriteOutput) -> WrittenIndexes:
+    """What a write's or a table service's tasks made for the metadata table, as its delta
+    commit takes it: the column-stats records collected, the record-index changes left on
+    the executors for the record-index job."""
+    record_index = SparkRecordIndexWriter(output.record_index_changes) if output.record_index_changes is not None else None
+    return WrittenIndexes(output.column_stats_columns, tuple(output.files), record_index)

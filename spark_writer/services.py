@@ -4,7 +4,9 @@ restore and rollback — inline after a write or as standalone jobs.
 Everything but the distribution of work is the core's: plans, triggers, the
 instant's lifecycle, rollback preconditions. Spark runs the heavy part of a
 compaction (merging file slices) and of a clustering (rewriting file groups) on
-executors.
+executors; their tasks make the metadata table's index records as a write's do
+(column stats from the footers they wrote; a clustering's record-index changes
+stay on the executors for the delta commit's record-index job).
 """
 
 from __future__ import annotations
@@ -17,17 +19,18 @@ from typing import Any, Iterator, Mapping
 import pyarrow as pa
 
 from hudi_duck.core.concurrency.control import WriteConcurrency
+from hudi_duck.core.metadata.indexes import WrittenFileIndex
 from hudi_duck.core.services import archival, clean, clustering, compaction, inline
 from hudi_duck.core.services import rollback as rollbacks
 from hudi_duck.core.services import savepoint as savepoints
 from hudi_duck.core.table.table import HudiTable
-from hudi_duck.core.timeline.commit_metadata import WriteStat
 from hudi_duck.core.timeline.plans import ClusteringGroup, CompactionOperation
 from hudi_duck.core.write.handles import WriteContext
 
 from . import preflight
 from .config import WriteConfig, parse_options
-from .executor import STATS_SCHEMA, _stats_batch, collect_stats, task_info
+from .executor import WRITE_SCHEMA, WriteOutput, _written_batches, collect_written, task_info
+from .metadata_index import written_indexes
 
 log = logging.getLogger("spark_writer")
 
@@ -58,19 +61,32 @@ class SparkServiceEngine:
         """One row per Spark task, sliced where the frame is made (a ``repartition`` would add a shuffle stage)."""
         return self.spark.createDataFrame(self.spark.sparkContext.parallelize(rows, max(1, len(rows))), schema)
 
+    @staticmethod
+    def _collect(frame, ctx: WriteContext, kept: list[WriteOutput]) -> compaction.TasksOutput:
+        """Run the service's tasks: stats and column stats come back, record-index changes stay
+        on the executors for the metadata delta commit's record-index job (as a write's)."""
+        output = collect_written(frame, ctx.record_index, ctx.column_stats_columns)
+        kept.append(output)
+        return compaction.TasksOutput(output.stats, written_indexes(output))
+
     def compact(self, instant_time: str) -> None:
         table = self._table()
         ops = compaction.read_plan(table, instant_time).operations or []
         preflight.check_executors(self.spark, self.path)
         log.info("compaction %s: compacting %d file groups of %s ...", instant_time, len(ops), self.path)
         started = time.perf_counter()
+        kept: list[WriteOutput] = []
 
-        def run(operations: list[CompactionOperation], ctx: WriteContext) -> list[WriteStat]:
+        def run(operations: list[CompactionOperation], ctx: WriteContext) -> compaction.TasksOutput:
             rows = [(json.dumps(op.to_record()),) for op in operations]
             frame = self._one_per_task(rows, "op string")
-            return collect_stats(frame.mapInArrow(_compaction_fn(self.path, self.storage_options, ctx, instant_time), STATS_SCHEMA))
+            return self._collect(frame.mapInArrow(_compaction_fn(self.path, self.storage_options, ctx, instant_time), WRITE_SCHEMA), ctx, kept)
 
-        compaction.run_compaction(table, instant_time, self.cfg.file_settings, run, concurrency=self._concurrency(table))
+        try:
+            compaction.run_compaction(table, instant_time, self.cfg.file_settings, run, concurrency=self._concurrency(table))
+        finally:
+            for output in kept:
+                output.release()
         log.info("compaction %s: committed %d file groups in %.1fs", instant_time, len(ops), time.perf_counter() - started)
 
     def cluster(self, instant_time: str) -> None:
@@ -79,17 +95,22 @@ class SparkServiceEngine:
         preflight.check_executors(self.spark, self.path)
         log.info("clustering %s: rewriting %d file groups of %s ...", instant_time, len(groups), self.path)
         started = time.perf_counter()
+        kept: list[WriteOutput] = []
 
-        def run(groups: list[ClusteringGroup], ctx: WriteContext, sort_columns: list[str] | None) -> list[WriteStat]:
+        def run(groups: list[ClusteringGroup], ctx: WriteContext, sort_columns: list[str] | None) -> compaction.TasksOutput:
             rows = [(json.dumps(g.to_record()),) for g in groups]
             frame = self._one_per_task(rows, "g string")
             fn = _clustering_fn(self.path, self.storage_options, ctx, instant_time, sort_columns)
-            return collect_stats(frame.mapInArrow(fn, STATS_SCHEMA))
+            return self._collect(frame.mapInArrow(fn, WRITE_SCHEMA), ctx, kept)
 
-        clustering.run_clustering(
-            table, instant_time, self.cfg.service_settings.clustering, self.cfg.file_settings, run,
-            concurrency=self._concurrency(table),
-        )
+        try:
+            clustering.run_clustering(
+                table, instant_time, self.cfg.service_settings.clustering, self.cfg.file_settings, run,
+                concurrency=self._concurrency(table),
+            )
+        finally:
+            for output in kept:
+                output.release()
         log.info("clustering %s: committed in %.1fs", instant_time, time.perf_counter() - started)
 
 
@@ -100,7 +121,9 @@ def _compaction_fn(path: str, storage_options: dict | None, ctx: WriteContext, c
         for batch in batches:
             for op_json in batch.column(0).to_pylist():
                 op = CompactionOperation.from_record(json.loads(op_json))
-                yield _stats_batch([compaction.compact_operation(table, ctx, op, task, compaction_time)])
+                indexed: list[WrittenFileIndex] = []
+                stat = compaction.compact_operation(table, ctx, op, task, compaction_time, indexed)
+                yield from _written_batches([stat], indexed)
 
     return run
 
@@ -112,7 +135,9 @@ def _clustering_fn(path, storage_options, ctx, instant_time, sort_columns):
         for batch in batches:
             for group_json in batch.column(0).to_pylist():
                 group = ClusteringGroup.from_record(json.loads(group_json))
-                yield _stats_batch(clustering.cluster_group(table, ctx, group, task, instant_time, sort_columns))
+                indexed: list[WrittenFileIndex] = []
+                stats = clustering.cluster_group(table, ctx, group, task, instant_time, sort_columns, indexed)
+                yield from _written_batches(stats, indexed)
 
     return run
 

@@ -10,7 +10,12 @@ reading the files back.
   record-index log files Spark tasks wrote are byte for byte the files the driver path
   writes for the same changes, in the same file groups;
 * the tables read the same through the metadata table, from a listing and with hudi-rs,
-  and the record index equals the model of the latest file slices.
+  and the record index equals the model of the latest file slices;
+* the same holds for table services, inline after a write and standalone: a compaction's
+  column stats come from its tasks' footers (it moves no key: no record-index change), a
+  clustering's column stats and record-index changes (every key it rewrote, now in a new
+  file group) from its tasks, and the driver opens neither the files they wrote nor the
+  file groups a clustering replaced.
 """
 
 from __future__ import annotations
@@ -75,6 +80,8 @@ class _Twin:
         self.checked_record_index = 0
         self.record_index_files = 0
         self.scratch = tmp_path / "scratch"
+        #: (operation type, whether the tasks' record index was compared) of every commit checked
+        self.operations: list[tuple[str, bool]] = []
 
     def install(self, monkeypatch) -> None:
         original = writer.MetadataParticipant.prepare_commit
@@ -88,6 +95,8 @@ class _Twin:
             result = original(participant, transaction, metadata)
             if expected is not None:
                 twin.compare_record_index(participant, transaction.requested_time, expected)
+            if isinstance(metadata, CommitMetadata) and participant.written is not None:
+                twin.operations.append((metadata.operation_type, expected is not None))
             return result
 
         monkeypatch.setattr(writer.MetadataParticipant, "prepare_commit", prepare_commit)
@@ -310,4 +319,135 @@ def test_failed_record_index_job_leaves_the_table_as_it_was(small_spark, tmp_pat
     assert canonical_rows(read_snapshot(path).read_all(), ["_hoodie_record_key", "v", "ts"]) == before
     _check_reads(path)
     _write(small_spark, path, [_row(rng, f"k{i}", 3) for i in range(0, 30, 3)] + [_row(rng, "again", 3)], opts)
+    _check_reads(path)
+
+
+# -- table services ---------------------------------------------------------------------------
+
+CLUSTER_SORTED = {"hoodie.clustering.plan.strategy.sort.columns": "v"}
+
+
+def _service_instants(path: str, after: str | None = None) -> dict[str, str]:
+    """Completed compactions and clusterings (instant time -> operation type) after ``after``."""
+    table = HudiTable(path)
+    out = {}
+    for instant in table.timeline.completed():
+        if after is not None and instant.requested_time <= after:
+            continue
+        metadata = table.timeline.commit_metadata(instant)
+        if metadata is not None and metadata.operation_type in ("COMPACT", "CLUSTER"):
+            out[instant.requested_time] = metadata.operation_type
+    return out
+
+
+@pytest.mark.parametrize(
+    "table_type,partitioned",
+    [("COPY_ON_WRITE", True), ("MERGE_ON_READ", True), ("MERGE_ON_READ", False)],
+    ids=["cow-partitioned", "mor-partitioned", "mor-nonpartitioned"],
+)
+def test_service_index_records_equal_the_driver_path(small_spark, tmp_path, monkeypatch, table_type, partitioned):
+    """Compactions and clusterings, inline after writes and standalone: their tasks' column
+    stats equal the driver path's records of the files they wrote, and a clustering's
+    record-index log files (written by the record-index job) are byte for byte the driver
+    path's; the record index equals the model after clustering moved every key."""
+    twin = _Twin(tmp_path)
+    twin.install(monkeypatch)
+    path = str(tmp_path / "t")
+    mor = table_type == "MERGE_ON_READ"
+    inline = {
+        "hoodie.clustering.inline": "true", "hoodie.clustering.inline.max.commits": "3", **CLUSTER_SORTED,
+        "hoodie.compact.inline": str(mor).lower(), "hoodie.compact.inline.max.delta.commits": "2",
+    }
+    opts = _opts("svc", table_type, partitioned, **inline)
+    _sequence(small_spark, path, opts, seed=11 if partitioned else 13)
+    plain = _opts("svc", table_type, partitioned, **CLUSTER_SORTED)
+    rng = random.Random(7)
+    if mor:  # updates only: inserts into a small base file rewrite it (Hudi's small-file merge)
+        live = sorted(read_snapshot(path, columns=["id"]).read_all().column("id").to_pylist())
+        _write(small_spark, path, [_row(rng, k, 50) for k in live[::4]], plain)
+        assert spark_writer.compact(small_spark, path, plain)
+    assert spark_writer.cluster(small_spark, path, plain)
+    _check_reads(path)
+    _write(small_spark, path, [_row(rng, f"k{i:03d}", 60) for i in range(1, 60, 5)] + [_row(rng, "late", 60)], plain)
+    _check_reads(path)
+    services = [(op, ri) for op, ri in twin.operations if op in ("COMPACT", "CLUSTER")]
+    clusterings = [ri for op, ri in services if op == "CLUSTER"]
+    assert len(clusterings) >= 2 and all(clusterings)  # inline and standalone, record index by the tasks
+    if mor:
+        compactions = [ri for op, ri in services if op == "COMPACT"]
+        assert len(compactions) >= 2 and not any(compactions)  # a compaction moves no key
+    assert len(_service_instants(path)) == len(services)
+    assert twin.checked_column_stats == len(twin.operations)
+
+
+def _spy_driver_reads(monkeypatch) -> tuple[list[str], list[str]]:
+    """The URIs the driver process opens or reads, and the driver-side index builders called."""
+    opened: list[str] = []
+    for name in ("open", "read", "read_range"):
+        original = getattr(Storage, name)
+
+        def spy(self, rel, *args, _original=original, **kwargs):
+            opened.append(self.uri(rel))
+            return _original(self, rel, *args, **kwargs)
+
+        monkeypatch.setattr(Storage, name, spy)
+    builders: list[str] = []
+    for name in ("commit_column_stats_records", "commit_record_index_update", "replaced_keys", "base_file_column_stats"):
+        original_builder = getattr(indexes, name)
+
+        def builder(*args, _name=name, _original=original_builder, **kwargs):
+            builders.append(_name)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(indexes, name, builder)
+    return opened, builders
+
+
+def _service_files(path: str, instants: list[str]) -> tuple[list[str], list[str]]:
+    """The data files the service instants wrote, and the files of the file groups their
+    clusterings replaced (as of before them)."""
+    table = HudiTable(path)
+    written, replaced = [], []
+    for instant in table.timeline.completed():
+        if instant.requested_time not in instants:
+            continue
+        metadata = table.timeline.commit_metadata(instant)
+        written += [s.path for stats in metadata.partition_to_write_stats.values() for s in stats or () if s.path]
+        for partition, file_ids in (metadata.partition_to_replace_file_ids or {}).items():
+            names = [e.name for e in table.storage.list(partition) if not e.is_dir]
+            replaced += [f"{partition}/{n}".lstrip("/") for n in names if any(f in n for f in file_ids)]
+    return written, replaced
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_driver_reads_no_file_of_a_table_service_for_index_records(small_spark, tmp_path, monkeypatch, table_type):
+    """With column stats and the record index, compactions (MOR) and clusterings, inline after
+    a write and standalone, never open on the driver the files they wrote, nor (clustering)
+    the files of the file groups they replaced: the index records come from their tasks."""
+    path = str(tmp_path / "t")
+    mor = table_type == "MERGE_ON_READ"
+    rng = random.Random(2)
+    plain = _opts("svcspy", table_type, True, **CLUSTER_SORTED)
+    _write(small_spark, path, [_row(rng, f"k{i:02d}", 1) for i in range(40)], plain)
+    _write(small_spark, path, [_row(rng, f"k{i:02d}", 2) for i in range(0, 40, 3)] + [_row(rng, "n1", 2)], plain)
+    start = HudiTable(path).timeline.completed()[-1].requested_time
+    opened, builders = _spy_driver_reads(monkeypatch)
+    inline = {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "3"} if mor else {
+        "hoodie.clustering.inline": "true", "hoodie.clustering.inline.max.commits": "3"
+    }
+    result = _write(small_spark, path, [_row(rng, f"k{i:02d}", 3) for i in range(1, 40, 4)] + [_row(rng, "n2", 3)], {**plain, **inline})
+    assert result.services and not result.service_errors, "the inline service did not run"
+    if mor:
+        _write(small_spark, path, [_row(rng, f"k{i:02d}", 4) for i in range(2, 40, 5)], plain)
+        assert spark_writer.compact(small_spark, path, plain)
+    assert spark_writer.cluster(small_spark, path, plain)
+    services = _service_instants(path, after=start)
+    kinds = sorted(services.values())
+    assert kinds == (["CLUSTER", "COMPACT", "COMPACT"] if mor else ["CLUSTER", "CLUSTER"])
+    written, replaced = _service_files(path, list(services))
+    assert written and replaced
+    assert not [p for p in opened if any(p.endswith(w) for w in written)]
+    assert not [p for p in opened if any(p.endswith(r) for r in replaced)]
+    assert builders == []
+    monkeypatch.undo()
     _check_reads(path)

@@ -15,9 +15,9 @@ What goes into them, as Hudi 0.14 builds it (``HoodieTableMetadataUtil``):
 A write's tasks build both where they write (``WrittenFileIndex``: the footer a handle
 kept, the log block it appended, the keys it moved in or dropped; Hudi's
 ``getRecordIndexUpdates`` rule: inserts get a location, updates in place nothing, deletes
-drop the key). Without them (other writers, table services) the records are built from
-the files the commit wrote (base files' key column, log blocks of the instant): only the
-file groups a commit touched are read.
+drop the key); so do a compaction's and a clustering's tasks. Without them (an engine
+that does not collect them) the records are built from the files the commit wrote (base
+files' key column, log blocks of the instant): only the file groups a commit touched are read.
 """
 
 from __future__ import annotations

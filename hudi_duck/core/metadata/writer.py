@@ -6,7 +6,8 @@
   a commit participant of :class:`~hudi_duck.core.timeline.transaction.Transaction`);
   a delta commit appends one ``HFILE_DATA_BLOCK`` as a new log file version of the
   ``files`` file group (storage without appends: every delta commit a new log file);
-* the index partitions' records of a write come from its tasks (:class:`WrittenIndexes`):
+* the index partitions' records of a write, compaction or clustering come from its tasks
+  (:class:`WrittenIndexes`, what to report: :func:`task_indexes`):
   ``column_stats`` records travel with the write stats, record-index changes stay with
   the engine, whose tasks write the ``record_index`` log files of the delta commit
   (:class:`IndexLogWriter`, :func:`write_record_index_log_file`); the committer writes
@@ -767,6 +768,22 @@ class WrittenIndexes:
     record_index: "IndexLogWriter | None" = None
 
 
+def task_indexes(transaction: Transaction, schema_json: str, moves_keys: bool) -> tuple[tuple[str, ...] | None, bool]:
+    """What the tasks of ``transaction``'s instant report for its metadata delta commit, as
+    its metadata participant will use it: the columns of their files' ``column_stats``
+    records (``None``: none kept) and whether they report record-index changes (only an
+    instant that puts keys into new file groups: ``moves_keys``; a compaction moves none)."""
+    for participant in transaction.participants:
+        if isinstance(participant, MetadataParticipant):
+            settings = participant.indexes
+            columns = None
+            if settings.column_stats:
+                config = participant.table.data_config()
+                columns = tuple(index_columns(participant.table.storage, config, settings, schema_json=schema_json))
+            return columns, settings.record_index and moves_keys
+    return None, False
+
+
 def attach_written_indexes(transaction: Transaction, written: WrittenIndexes) -> bool:
     """Hand ``written`` to the metadata participant of ``transaction`` (if the table has a
     metadata table); it uses what matches the commit and reads the files for the rest."""
@@ -835,7 +852,7 @@ class MetadataParticipant:
             if records is None:
                 records = indexes.commit_column_stats_records(storage, metadata, instant_time, columns)
             upserts[COLUMN_STATS.name] = records
-        if self.indexes.record_index and not self._record_index_by_engine(metadata):
+        if self.indexes.record_index and _moves_keys(metadata) and not self._record_index_by_engine(metadata):
             reader = MetadataReader(storage)
             table = HudiTable(storage.base_uri, storage.storage_options)
             update = indexes.commit_record_index_update(
@@ -846,25 +863,26 @@ class MetadataParticipant:
         return upserts, deletes
 
     def _record_index_by_engine(self, metadata: CommitMetadata) -> bool:
-        """Whether the write tasks' record-index changes make this commit's record-index update
-        (a write's; compactions change no location, and table services report no changes)."""
-        operation = (metadata.operation_type or "").upper()
+        """Whether the tasks' record-index changes make this commit's record-index update (a
+        write's or a clustering's; a compaction changes no location: Hudi commits it with no
+        write statuses)."""
         return (
             self.indexes.record_index
             and self.written is not None
             and self.written.record_index is not None
-            and operation not in ("COMPACT", "LOG_COMPACT", "CLUSTER")
+            and _moves_keys(metadata)
         )
 
     def _engine_record_index(self, metadata: CommitMetadata) -> "EngineIndexWrite | None":
-        """The engine's write of the record index, with the keys of the file groups a replace
-        commit replaced (read from those, not from the files written) as deletes."""
+        """The engine's write of the record index; an insert overwrite adds the keys of the file
+        groups it replaced (read from those, not from the files written) as deletes. A clustering
+        adds none: it rewrites every live key of its file groups (``getRecordIndexAdditionalUpdates``)."""
         if not self._record_index_by_engine(metadata):
             return None
         from ..table.table import HudiTable
 
         replaced: set[str] = set()
-        if metadata.partition_to_replace_file_ids:
+        if metadata.partition_to_replace_file_ids and (metadata.operation_type or "").upper() != "CLUSTER":
             storage = self.table.storage
             replaced = indexes.replaced_keys(storage, HudiTable(storage.base_uri, storage.storage_options), metadata)
         return EngineIndexWrite(self.written.record_index, tuple(sorted(replaced)))
@@ -897,6 +915,12 @@ class MetadataParticipant:
         for partition in (COLUMN_STATS, RECORD_INDEX):
             if partition.name in self.table.data_config().metadata_partitions:
                 self.table.drop_partition(partition)
+
+
+def _moves_keys(metadata: CommitMetadata) -> bool:
+    """Whether a commit can change where keys live: not a (log) compaction, which Hudi commits
+    to the metadata table with no write statuses (no record-index change)."""
+    return (metadata.operation_type or "").upper() not in ("COMPACT", "LOG_COMPACT")
 
 
 def index_columns(
@@ -979,6 +1003,7 @@ __all__ = [
     "WrittenIndexes",
     "write_record_index_log_file",
     "attach_written_indexes",
+    "task_indexes",
     "list_data_files",
     "participant_for",
     "register",

@@ -38,8 +38,9 @@ from ..timeline.plans import (
 )
 from ..timeline.transaction import CommitParticipant, Transaction
 from ..concurrency.control import WriteConcurrency
+from ..metadata.indexes import WrittenFileIndex
 from ..write.handles import TaskInfo, WriteContext, create_files
-from .compaction import busy_file_groups, slice_metrics
+from .compaction import TasksOutput, busy_file_groups, hand_over, service_context, slice_metrics
 
 SIZE_BASED_STRATEGY = "org.apache.hudi.client.clustering.plan.strategy.SparkSizeBasedClusteringPlanStrategy"
 EXECUTION_STRATEGY = "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
@@ -173,9 +174,16 @@ def _slices_of_group(table: HudiTable, group: ClusteringGroup) -> list[FileSlice
 
 
 def cluster_group(
-    table: HudiTable, ctx: WriteContext, group: ClusteringGroup, task: TaskInfo, clustering_time: str, sort_columns: list[str] | None
+    table: HudiTable,
+    ctx: WriteContext,
+    group: ClusteringGroup,
+    task: TaskInfo,
+    clustering_time: str,
+    sort_columns: list[str] | None,
+    indexed: list[WrittenFileIndex] | None = None,
 ) -> list[WriteStat]:
-    """Rewrite one input group into new file groups; returns write stats. Runs on executors."""
+    """Rewrite one input group into new file groups; returns write stats. Runs on executors.
+    ``indexed``: gets each new file's index records (every key it holds moved in)."""
     read_ctx = SliceReadContext.for_table(table, committed_before(table, clustering_time))
     slices = _slices_of_group(table, group)
     if not slices:
@@ -185,12 +193,12 @@ def cluster_group(
     data = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
     if sort_columns:
         data = data.sort_by([(c, "ascending") for c in sort_columns])
-    stats = create_files(ctx, partition, data, task, preserve_meta=True)
-    return stats
+    return create_files(ctx, partition, data, task, preserve_meta=True, indexed=indexed)
 
 
-#: Rewrites clustering groups (on an engine's workers) and returns their write stats.
-GroupRunner = Callable[[list[ClusteringGroup], WriteContext, "list[str] | None"], list[WriteStat]]
+#: Rewrites clustering groups (on an engine's workers) and returns their write stats
+#: (with the index records they made, if the engine collects them).
+GroupRunner = Callable[[list[ClusteringGroup], WriteContext, "list[str] | None"], "list[WriteStat] | TasksOutput"]
 
 
 def run_clustering(
@@ -214,8 +222,8 @@ def run_clustering(
     with Transaction.resume(table.timeline, instant_time, participants, concurrency) as txn:
         txn.begin()
         target = int(plan.strategy_params.get(TARGET_FILE_MAX_BYTES_PARAM, settings.target_file_max_bytes))
-        context = WriteContext.for_table(table, instant_time, files).with_max_file_size(target)
-        stats = run_groups(plan.groups, context, plan.sort_columns or None)
+        context = service_context(txn, table, files, moves_keys=True).with_max_file_size(target)
+        stats = hand_over(txn, run_groups(plan.groups, context, plan.sort_columns or None))
         replaced: dict[str, list[str]] = {}
         for partition, file_id in plan.file_groups:
             replaced.setdefault(partition, []).append(file_id)

@@ -31,7 +31,9 @@ from ..table.table import HudiTable
 from ..timeline.commit_metadata import CommitMetadata, RuntimeStats, WriteStat
 from ..timeline.instant import Action, Instant, parse_instant_time
 from ..timeline.plans import CompactionOperation, CompactionPlan
-from ..write.handles import TaskInfo, WriteContext, ensure_partition_metadata
+from ..metadata.indexes import WrittenFileIndex
+from ..metadata.writer import WrittenIndexes, attach_written_indexes, task_indexes
+from ..write.handles import TaskInfo, WriteContext, base_file_index, ensure_partition_metadata
 from ..timeline.transaction import CommitParticipant, Transaction
 from ..write.markers import IOType, create_marker
 
@@ -248,9 +250,16 @@ def slice_of_operation(table: HudiTable, op: CompactionOperation) -> FileSlice:
 
 
 def compact_operation(
-    table: HudiTable, ctx: WriteContext, op: CompactionOperation, task: TaskInfo, compaction_time: str
+    table: HudiTable,
+    ctx: WriteContext,
+    op: CompactionOperation,
+    task: TaskInfo,
+    compaction_time: str,
+    indexed: list[WrittenFileIndex] | None = None,
 ) -> WriteStat:
-    """Merge one slice into a new base file; returns its write stat. Runs on executors."""
+    """Merge one slice into a new base file; returns its write stat. Runs on executors.
+    ``indexed``: gets the file's ``column_stats`` records from the footer just written (a
+    compaction moves no key: no record-index change)."""
 
     started = time.perf_counter()
     slice_ = slice_of_operation(table, op)
@@ -275,6 +284,8 @@ def compact_operation(
         overwrite=True,
     )
     faults.reach(faults.DATA_FILE_WRITTEN)
+    if indexed is not None:
+        indexed.append(base_file_index(ctx, result))
     log_size = sum(max(log.size, 0) for log in slice_.log_files)
     updated = int(log_stats.get("dropped_base_rows", 0))  # base records the logs replaced
     return WriteStat(
@@ -303,8 +314,35 @@ def compact_operation(
     )
 
 
-#: Runs compaction operations (on an engine's workers) and returns their write stats.
-OperationRunner = Callable[[list[CompactionOperation], WriteContext], list[WriteStat]]
+@dataclass
+class TasksOutput:
+    """What an engine's tasks of a compaction or clustering hand back: their write stats and
+    the index records they made where they wrote the files (``None``: the metadata
+    table's committer builds them from the files)."""
+
+    stats: list[WriteStat]
+    indexes: WrittenIndexes | None = None
+
+
+def hand_over(txn: Transaction, output: "list[WriteStat] | TasksOutput") -> list[WriteStat]:
+    """The stats of a runner's output; its index records go to the instant's metadata delta commit."""
+    if isinstance(output, TasksOutput):
+        if output.indexes is not None:
+            attach_written_indexes(txn, output.indexes)
+        return output.stats
+    return output
+
+
+def service_context(txn: Transaction, table: HudiTable, files: FileSettings, moves_keys: bool) -> WriteContext:
+    """The write context of a service's tasks: the table's, with the index records the
+    metadata table keeps reported by the handles."""
+    columns, record_index = task_indexes(txn, table.avro_schema, moves_keys)
+    return WriteContext.for_table(table, txn.requested_time, files).with_indexes(columns, record_index)
+
+
+#: Runs compaction operations (on an engine's workers) and returns their write stats
+#: (with the index records they made, if the engine collects them).
+OperationRunner = Callable[[list[CompactionOperation], WriteContext], "list[WriteStat] | TasksOutput"]
 
 
 def run_compaction(
@@ -325,7 +363,8 @@ def run_compaction(
     plan = read_plan(table, instant_time)
     with Transaction.resume(table.timeline, instant_time, participants, concurrency) as txn:
         txn.begin()
-        stats = run_operations(list(plan.operations or ()), WriteContext.for_table(table, instant_time, files))
+        context = service_context(txn, table, files, moves_keys=False)
+        stats = hand_over(txn, run_operations(list(plan.operations or ()), context))
         metadata = CommitMetadata.of(
             stats, compacted=True, extra_metadata={"schema": table.avro_schema}, operation_type="COMPACT"
         )

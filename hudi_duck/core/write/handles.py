@@ -127,6 +127,10 @@ class WriteContext:
     def max_file_size(self) -> int:
         return self.files.parquet.max_file_size
 
+    def with_indexes(self, column_stats_columns: tuple[str, ...] | None, record_index: bool) -> "WriteContext":
+        """This context with handles reporting the index records the metadata table keeps."""
+        return dataclasses.replace(self, column_stats_columns=column_stats_columns, record_index=record_index)
+
     def with_max_file_size(self, size: int) -> "WriteContext":
         """This context writing base files of up to ``size`` bytes (clustering's target size)."""
         parquet = dataclasses.replace(self.files.parquet, max_file_size=size)
@@ -363,7 +367,7 @@ def create_files(
         stats.append(stat)
         if indexed is not None:
             keys = record_keys_of(ctx, remaining).slice(0, result.rows_consumed) if ctx.record_index else None
-            indexed.append(_base_file_index(ctx, result, inserted=keys, deleted=None))
+            indexed.append(base_file_index(ctx, result, inserted=keys, deleted=None))
         if result.rows_consumed <= 0:
             raise WriteError(f"cannot write a single record within hoodie.parquet.max.file.size={ctx.files.parquet.max_file_size}")
         remaining = remaining.slice(result.rows_consumed)
@@ -594,9 +598,14 @@ def append_log(
 # -- what handles report for the metadata table's indexes --------------------------------------
 
 
-def _base_file_index(
-    ctx: WriteContext, result: base_files.BaseFileWriteResult, inserted: pa.Array | None, deleted: pa.Array | None
+def base_file_index(
+    ctx: WriteContext,
+    result: base_files.BaseFileWriteResult,
+    inserted: pa.Array | None = None,
+    deleted: pa.Array | None = None,
 ) -> WrittenFileIndex:
+    """What a new base file changes in the index partitions: its footer's ``column_stats``
+    records (when the context keeps them), the keys it took in and dropped."""
     columns = ctx.column_stats_columns
     stats = None
     if columns is not None:
@@ -614,13 +623,13 @@ def _merged_file_index(
     """A merge keeps the keys it kept where they are: keys new to the file group are
     inserted, keys of the old base file that are gone are deleted."""
     if not ctx.record_index:
-        return _base_file_index(ctx, result, None, None)
+        return base_file_index(ctx, result, None, None)
     old = old_keys.cast(pa.string())
     new = new_keys.cast(pa.string())
     inserted = new.filter(pc.invert(pc.is_in(new, value_set=old))) if len(new) else new
     gone = old.take(pa.array(dropped_rows, pa.int64())) if dropped_rows else pa.array([], pa.string())
     deleted = gone.filter(pc.invert(pc.is_in(gone, value_set=new))) if len(gone) and len(new) else gone
-    return _base_file_index(ctx, result, inserted, deleted)
+    return base_file_index(ctx, result, inserted, deleted)
 
 
 def _moved_in(ctx: WriteContext, partition_path: str, file_id: str, records: pa.Table | None) -> pa.Array:
