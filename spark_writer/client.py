@@ -54,6 +54,9 @@ from hudi_duck.core.write.handles import DELETE_FLAG, WriteContext
 from . import executor, index, partitioner, preflight, prepare
 from .config import WriteConfig, parse_options
 
+#: the write task of a record's bucket (see ``WorkloadPlan.task_of_buckets``)
+_TASK = "_hd_task"
+
 log = logging.getLogger("spark_writer")
 
 OPERATION_TYPES = {
@@ -537,7 +540,12 @@ class WriteClient:
     ) -> list[WriteStat]:
         if not plan.buckets:
             return []
-        update_rows = [(b.partition_path, b.file_id, b.bucket_id) for b in plan.buckets if b.file_id is not None]
+        buckets = plan.by_id
+        tasks = write_tasks(len(buckets), parallelism, self.spark.sparkContext.defaultParallelism)
+        task_of = plan.task_of_buckets(tasks)
+        update_rows = [
+            (b.partition_path, b.file_id, b.bucket_id, task_of[b.bucket_id]) for b in plan.buckets if b.file_id is not None
+        ]
         spark = self.spark
         mapping = spark.createDataFrame(
             update_rows,
@@ -546,17 +554,19 @@ class WriteClient:
                     T.StructField("_m_partition", T.StringType(), False),
                     T.StructField("_m_file_id", T.StringType(), False),
                     T.StructField(executor.BUCKET, T.IntegerType(), False),
+                    T.StructField(_TASK, T.IntegerType(), False),
                 ]
             ),
         ) if update_rows else None
         ranges = spark.createDataFrame(
-            [(r.partition_path, r.low, r.high, r.bucket_id) for r in plan.insert_ranges],
+            [(r.partition_path, r.low, r.high, r.bucket_id, task_of[r.bucket_id]) for r in plan.insert_ranges],
             T.StructType(
                 [
                     T.StructField("_r_partition", T.StringType(), False),
                     T.StructField("_r_low", T.DoubleType(), False),
                     T.StructField("_r_high", T.DoubleType(), False),
                     T.StructField(executor.BUCKET, T.IntegerType(), False),
+                    T.StructField(_TASK, T.IntegerType(), False),
                 ]
             ),
         ) if plan.insert_ranges else None
@@ -580,9 +590,8 @@ class WriteClient:
         assigned = parts[0]
         for other in parts[1:]:
             assigned = assigned.unionByName(other)
-        buckets = plan.by_id
-        tasks = write_tasks(len(buckets), parallelism, self.spark.sparkContext.defaultParallelism)
-        ordered = assigned.repartitionByRange(tasks, executor.BUCKET).sortWithinPartitions(executor.BUCKET)
+        # each bucket's rows to the task the plan gave it, grouped by bucket within the task
+        ordered = assigned.repartitionById(tasks, _TASK).sortWithinPartitions(executor.BUCKET).drop(_TASK)
         out = ordered.mapInArrow(executor.write_buckets_fn(ctx, buckets), executor.WRITE_SCHEMA)
         return self._collect(out, ctx)
 
