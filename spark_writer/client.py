@@ -288,7 +288,7 @@ class WriteClient:
         self._check_fields(df, cfg, data_schema)
         is_mor = table.config.is_mor if table is not None else cfg.is_mor
         try:  # these read the input: an error of the job's own code there reaches the user whole
-            prepare.refuse_unwritable_records(prepare.strip_meta_columns(df), cfg, operation, is_mor, self.path)
+            listed = prepare.refuse_unwritable_records(prepare.strip_meta_columns(df), cfg, operation, is_mor, self.path)
         except HudiError:
             raise
         except Exception as exc:
@@ -324,7 +324,7 @@ class WriteClient:
         self._written = None
         try:
             with txn:  # any failure before the commit landed rolls the instant back
-                stats, replaced = self._execute(df, table, cfg, operation, instant_time, avro_schema, txn.begin)
+                stats, replaced = self._execute(df, table, cfg, operation, instant_time, avro_schema, txn.begin, listed)
                 log.info("%s %s: committing %d files ...", operation, instant_time, len(stats))
                 metadata = CommitMetadata.of(
                     stats,
@@ -438,10 +438,11 @@ class WriteClient:
             located_by_record_index=cfg.index_type == "RECORD_INDEX",
         )
 
-    def _execute(self, df, table, cfg, operation, instant_time, avro_schema, to_inflight):
+    def _execute(self, df, table, cfg, operation, instant_time, avro_schema, to_inflight, listed=None):
         """Run the data part of the write; returns (write stats, replaced file ids).
 
         ``to_inflight`` is called with the workload profile before any data file is written.
+        ``listed``: the input's partition paths, when the checks of the input listed them.
         """
         ctx = self.write_context(table, cfg, instant_time, avro_schema)
         if operation == "delete_partition":
@@ -463,18 +464,20 @@ class WriteClient:
         # (bulk_insert into a bucket-indexed table writes each record into its bucket's file group)
         if prepare.combines(cfg, operation):
             records = prepare.precombine(records, cfg, cfg.is_global_index)
+            if cfg.is_global_index:  # a key's records in several partitions collapse into one of them
+                listed = None
         # keyed once: listing the partitions and tagging both read the records (keys come from Python)
         records = records.persist()
         try:
-            return self._locate_and_write(records, table, cfg, operation, instant_time, ctx, to_inflight)
+            return self._locate_and_write(records, table, cfg, operation, instant_time, ctx, to_inflight, listed)
         finally:
             records.unpersist()
 
-    def _locate_and_write(self, records, table, cfg, operation, instant_time, ctx, to_inflight):
+    def _locate_and_write(self, records, table, cfg, operation, instant_time, ctx, to_inflight, listed=None):
         """Tag records with their file groups, plan the buckets, write them; returns (write stats, replaced)."""
         phase = time.perf_counter()
         log.info("%s %s: locating records (%s index) ...", operation, instant_time, cfg.index_type)
-        partitions = index.partition_paths(records)
+        partitions = index.partition_paths(records) if listed is None else listed
         replaced: dict[str, list[str]] = {}
         if operation in ("insert_overwrite", "insert_overwrite_table"):
             replaced = self._file_groups_to_replace(table, partitions if operation == "insert_overwrite" else None)
