@@ -466,12 +466,16 @@ class WriteClient:
             records = prepare.precombine(records, cfg, cfg.is_global_index)
             if cfg.is_global_index:  # a key's records in several partitions collapse into one of them
                 listed = None
-        # keyed once: listing the partitions and tagging both read the records (keys come from Python)
-        records = records.persist()
+        # keyed once when read twice (keys come from Python): by listing the partitions and tagging, or by
+        # an index that reads them twice; the simple index reads them once, into the tagged records' cache
+        reread = listed is None or cfg.index_type != "SIMPLE"
+        if reread:
+            records = records.persist()
         try:
             return self._locate_and_write(records, table, cfg, operation, instant_time, ctx, to_inflight, listed)
         finally:
-            records.unpersist()
+            if reread:
+                records.unpersist()
 
     def _locate_and_write(self, records, table, cfg, operation, instant_time, ctx, to_inflight, listed=None):
         """Tag records with their file groups, plan the buckets, write them; returns (write stats, replaced)."""
