@@ -146,8 +146,9 @@ def refuse_unwritable_records(
     example take more jobs, but only when the write is refused.
 
     Returns the partition paths of the records, sorted, when the scan keyed them (the key
-    generator gives each record's path with its key), so that locating the records needs no
-    job of its own to list them; ``None`` otherwise."""
+    generator gives each record's path with its key) and reading the input again gives the
+    same records, so that locating the records needs no job of its own to list them; ``None``
+    otherwise (the records are listed where they are tagged, as Hudi's simple index lists them)."""
     ordering_field = _checked_ordering_field(df, cfg, operation, is_mor)
     check_keys = bool(cfg.record_key_fields) and operation != "delete_partition"
     if ordering_field is None and not check_keys:
@@ -192,7 +193,16 @@ def refuse_unwritable_records(
             f"{path}: a record has no record key in hoodie.datasource.write.recordkey.field={fields}: "
             f"{keys[0]} Fill the field or drop those records; nothing was written."
         )
-    return sorted({row[1] for row in found if row[0] == "partition"}) if check_keys else None
+    return sorted({row[1] for row in found if row[0] == "partition"}) if check_keys and deterministic(df) else None
+
+
+def deterministic(df: DataFrame) -> bool:
+    """Does reading ``df`` again give the same rows? (``rand()``, ``uuid()`` ... say no; so does
+    a plan Spark cannot tell about.)"""
+    try:
+        return bool(df._jdf.queryExecution().analyzed().deterministic())
+    except Exception:  # noqa: BLE001 - no JVM plan to ask (e.g. Spark Connect): assume not
+        return False
 
 
 def _null_ordering_reason(cfg: WriteConfig, operation: str, is_mor: bool) -> str | None:

@@ -73,3 +73,33 @@ def test_upsert_of_many_file_groups_runs_in_few_tasks(small_spark, con, tmp_path
     want = sorted((k, 2 if k.endswith("-0") else 1, (2 if k.endswith("-0") else 1) * 100 + int(p[1:]))
                   for k, p, _, _ in _rows(1))
     assert got == want
+
+
+def test_buckets_go_to_tasks_in_runs_balanced_by_records():
+    from spark_writer.partitioner import Bucket, WorkloadPlan
+
+    plan = WorkloadPlan([Bucket(i, "append", f"p{i}", num_updates=n) for i, n in enumerate([100, 1, 1, 1, 1, 100])])
+    tasks = plan.task_of_buckets(2)
+    assert [tasks[i] for i in range(6)] == [0, 0, 0, 1, 1, 1]  # consecutive buckets, half of the records each
+    even = WorkloadPlan([Bucket(i, "create", "p", num_inserts=5) for i in range(8)]).task_of_buckets(4)
+    assert [even[i] for i in range(8)] == [0, 0, 1, 1, 2, 2, 3, 3]
+    one = WorkloadPlan([Bucket(i, "create", "p") for i in range(3)]).task_of_buckets(1)
+    assert set(one.values()) == {0}
+    big = WorkloadPlan([Bucket(0, "merge", "p", num_updates=1000), Bucket(1, "create", "p", num_inserts=1)]).task_of_buckets(2)
+    assert big == {0: 0, 1: 1}  # never more than the tasks there are
+
+
+def test_input_check_lists_partitions_only_of_repeatable_input(small_spark):
+    """The check of the input lists the records' partition paths for locating them; an input
+    that reads differently each time (``rand()``) has them listed from the records tagged."""
+    from pyspark.sql import functions as F
+
+    from spark_writer import prepare
+    from spark_writer.config import parse_options
+
+    cfg = parse_options(_options("upsert"))
+    frame = small_spark.createDataFrame(_rows(1), "id string, part string, ts long, v long")
+    listed = prepare.refuse_unwritable_records(frame, cfg, "upsert", True, "/t")
+    assert listed == [f"p{p:02d}" for p in range(PARTITIONS)]
+    drawn = frame.withColumn("part", F.concat(F.lit("p"), (F.rand() * 3).cast("int").cast("string")))
+    assert prepare.refuse_unwritable_records(drawn, cfg, "upsert", True, "/t") is None
