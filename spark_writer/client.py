@@ -59,6 +59,14 @@ _TASK = "_hd_task"
 
 log = logging.getLogger("spark_writer")
 
+
+def _to_tasks(assigned: DataFrame, tasks: int) -> DataFrame:
+    """Each row to the task in its ``_TASK`` column. ``repartitionById`` (Spark 4.1+) does it without
+    a job; before it, a range partitioning on the task number gives the same split after a sampling job."""
+    if hasattr(assigned, "repartitionById"):
+        return assigned.repartitionById(tasks, _TASK)
+    return assigned.repartitionByRange(tasks, _TASK)
+
 OPERATION_TYPES = {
     "upsert": "UPSERT",
     "insert": "INSERT",
@@ -507,6 +515,8 @@ class WriteClient:
         tagged = tagged.persist()
         try:
             counts = index.location_counts(tagged)
+            if listed is not None:
+                self._check_listed_partitions(listed, counts)
             located = sum(c[3] for c in counts if c[1])
             log.info(
                 "%s %s: %d records, %d in existing file groups, located in %.1fs; writing files ...",
@@ -527,6 +537,20 @@ class WriteClient:
         finally:
             tagged.unpersist()
         return stats, replaced
+
+    def _check_listed_partitions(self, listed: list[str], counts) -> None:
+        """The index looked only in the partitions the input's check listed: a record of another
+        partition (the input gave other rows when read again) could not have been located, and
+        writing it as new would duplicate its key. Refused before any data file is written."""
+        known = set(listed)
+        unlisted = sorted({partition for partition, *_ in counts if partition not in known})
+        if unlisted:
+            shown = ", ".join(repr(p) for p in unlisted[:5]) + (" ..." if len(unlisted) > 5 else "")
+            raise WriteError(
+                f"{self.path}: the input DataFrame gave other records when read again (records in partitions "
+                f"{shown} were not there when it was checked); its records could not be located. Persist or "
+                "checkpoint it (df.localCheckpoint()) before writing; nothing was written."
+            )
 
     def _reject_updates_under_clustering(self, table: HudiTable, counts) -> None:
         """Hudi's default update strategy (SparkRejectUpdateStrategy): no updates to file groups being clustered."""
@@ -598,7 +622,7 @@ class WriteClient:
         for other in parts[1:]:
             assigned = assigned.unionByName(other)
         # each bucket's rows to the task the plan gave it, grouped by bucket within the task
-        ordered = assigned.repartitionById(tasks, _TASK).sortWithinPartitions(executor.BUCKET).drop(_TASK)
+        ordered = _to_tasks(assigned, tasks).sortWithinPartitions(executor.BUCKET).drop(_TASK)
         out = ordered.mapInArrow(executor.write_buckets_fn(ctx, buckets), executor.WRITE_SCHEMA)
         return self._collect(out, ctx)
 

@@ -103,3 +103,61 @@ def test_input_check_lists_partitions_only_of_repeatable_input(small_spark):
     assert listed == [f"p{p:02d}" for p in range(PARTITIONS)]
     drawn = frame.withColumn("part", F.concat(F.lit("p"), (F.rand() * 3).cast("int").cast("string")))
     assert prepare.refuse_unwritable_records(drawn, cfg, "upsert", True, "/t") is None
+
+
+def test_input_that_changes_between_reads_is_refused_before_writing(small_spark, con, tmp_path):
+    """Locating looks only in the partitions the input's check listed. An input Spark calls
+    deterministic that still reads differently (a UDF over outside state, a live source) would
+    have records the index never looked for, written as new: duplicate keys. Refused instead."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    import spark_writer
+    from hudi_duck.core.errors import WriteError
+
+    path = str(tmp_path / "t")
+    schema = "id string not null, part string not null, ts long not null, v long not null"
+    spark_writer.write(small_spark.createDataFrame(_rows(1), schema), path, _options("bulk_insert"))
+    before = sorted(con.sql(f"SELECT id, part, ts, v FROM hudi_snapshot('{path}')").fetchall())
+    commits = sorted(n for n in os.listdir(os.path.join(path, ".hoodie")) if n.endswith(".deltacommit"))
+
+    marker = str(tmp_path / "read-once")
+
+    def drifting_part(part: str) -> str:
+        """``part`` on the first read of the input, another partition on every later read."""
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+            return part
+        except FileExistsError:
+            return "p11"
+
+    udf = F.udf(drifting_part, T.StringType())  # Spark takes Python UDFs as deterministic
+    updates = small_spark.createDataFrame([_rows(2)[0]], schema).withColumn("part", udf("part"))
+    with pytest.raises(WriteError, match=r"gave other records when read again.*'p11'.*nothing was written"):
+        spark_writer.write(updates, path, _options("upsert"))
+    assert sorted(con.sql(f"SELECT id, part, ts, v FROM hudi_snapshot('{path}')").fetchall()) == before
+    assert sorted(n for n in os.listdir(os.path.join(path, ".hoodie")) if n.endswith(".deltacommit")) == commits
+
+
+@pytest.mark.parametrize("spark_before_4_1", [False, True])
+def test_rows_reach_the_task_of_their_bucket(small_spark, spark_before_4_1):
+    """Every row of a task number lands in one Spark partition, with ``repartitionById`` and with the
+    range partitioning Spark releases before 4.1 offer instead."""
+    from pyspark.sql import functions as F
+
+    from spark_writer.client import _TASK, _to_tasks
+
+    frame = small_spark.range(200).withColumn(_TASK, (F.col("id") % 3).cast("int"))
+
+    class Before41:  # a DataFrame of a Spark without repartitionById
+        def repartitionByRange(self, tasks, column):
+            return frame.repartitionByRange(tasks, column)
+
+    moved = _to_tasks(Before41() if spark_before_4_1 else frame, 3)
+    placed = moved.select(_TASK, F.spark_partition_id().alias("pid")).distinct().collect()
+    by_task: dict[int, set[int]] = {}
+    for row in placed:
+        by_task.setdefault(row[_TASK], set()).add(row["pid"])
+    assert sorted(by_task) == [0, 1, 2] and all(len(p) == 1 for p in by_task.values())
+    if not spark_before_4_1:
+        assert by_task == {0: {0}, 1: {1}, 2: {2}}  # the task number is the partition
