@@ -54,7 +54,18 @@ from hudi_duck.core.write.handles import DELETE_FLAG, WriteContext
 from . import executor, index, partitioner, preflight, prepare
 from .config import WriteConfig, parse_options
 
+#: the write task of a record's bucket (see ``WorkloadPlan.task_of_buckets``)
+_TASK = "_hd_task"
+
 log = logging.getLogger("spark_writer")
+
+
+def _to_tasks(assigned: DataFrame, tasks: int) -> DataFrame:
+    """Each row to the task in its ``_TASK`` column. ``repartitionById`` (Spark 4.1+) does it without
+    a job; before it, a range partitioning on the task number gives the same split after a sampling job."""
+    if hasattr(assigned, "repartitionById"):
+        return assigned.repartitionById(tasks, _TASK)
+    return assigned.repartitionByRange(tasks, _TASK)
 
 OPERATION_TYPES = {
     "upsert": "UPSERT",
@@ -285,7 +296,7 @@ class WriteClient:
         self._check_fields(df, cfg, data_schema)
         is_mor = table.config.is_mor if table is not None else cfg.is_mor
         try:  # these read the input: an error of the job's own code there reaches the user whole
-            prepare.refuse_unwritable_records(prepare.strip_meta_columns(df), cfg, operation, is_mor, self.path)
+            listed = prepare.refuse_unwritable_records(prepare.strip_meta_columns(df), cfg, operation, is_mor, self.path)
         except HudiError:
             raise
         except Exception as exc:
@@ -321,7 +332,7 @@ class WriteClient:
         self._written = None
         try:
             with txn:  # any failure before the commit landed rolls the instant back
-                stats, replaced = self._execute(df, table, cfg, operation, instant_time, avro_schema, txn.begin)
+                stats, replaced = self._execute(df, table, cfg, operation, instant_time, avro_schema, txn.begin, listed)
                 log.info("%s %s: committing %d files ...", operation, instant_time, len(stats))
                 metadata = CommitMetadata.of(
                     stats,
@@ -430,10 +441,11 @@ class WriteClient:
             located_by_record_index=cfg.index_type == "RECORD_INDEX",
         )
 
-    def _execute(self, df, table, cfg, operation, instant_time, avro_schema, to_inflight):
+    def _execute(self, df, table, cfg, operation, instant_time, avro_schema, to_inflight, listed=None):
         """Run the data part of the write; returns (write stats, replaced file ids).
 
         ``to_inflight`` is called with the workload profile before any data file is written.
+        ``listed``: the input's partition paths, when the checks of the input listed them.
         """
         ctx = self.write_context(table, cfg, instant_time, avro_schema)
         if operation == "delete_partition":
@@ -455,18 +467,24 @@ class WriteClient:
         # (bulk_insert into a bucket-indexed table writes each record into its bucket's file group)
         if prepare.combines(cfg, operation):
             records = prepare.precombine(records, cfg, cfg.is_global_index)
-        # keyed once: listing the partitions and tagging both read the records (keys come from Python)
-        records = records.persist()
+            if cfg.is_global_index:  # a key's records in several partitions collapse into one of them
+                listed = None
+        # keyed once when read twice (keys come from Python): by listing the partitions and tagging, or by
+        # an index that reads them twice; the simple index reads them once, into the tagged records' cache
+        reread = listed is None or cfg.index_type != "SIMPLE"
+        if reread:
+            records = records.persist()
         try:
-            return self._locate_and_write(records, table, cfg, operation, instant_time, ctx, to_inflight)
+            return self._locate_and_write(records, table, cfg, operation, instant_time, ctx, to_inflight, listed)
         finally:
-            records.unpersist()
+            if reread:
+                records.unpersist()
 
-    def _locate_and_write(self, records, table, cfg, operation, instant_time, ctx, to_inflight):
+    def _locate_and_write(self, records, table, cfg, operation, instant_time, ctx, to_inflight, listed=None):
         """Tag records with their file groups, plan the buckets, write them; returns (write stats, replaced)."""
         phase = time.perf_counter()
         log.info("%s %s: locating records (%s index) ...", operation, instant_time, cfg.index_type)
-        partitions = index.partition_paths(records)
+        partitions = index.partition_paths(records) if listed is None else listed
         replaced: dict[str, list[str]] = {}
         if operation in ("insert_overwrite", "insert_overwrite_table"):
             replaced = self._file_groups_to_replace(table, partitions if operation == "insert_overwrite" else None)
@@ -492,6 +510,8 @@ class WriteClient:
         tagged = tagged.persist()
         try:
             counts = index.location_counts(tagged)
+            if listed is not None:
+                self._check_listed_partitions(listed, counts)
             located = sum(c[3] for c in counts if c[1])
             log.info(
                 "%s %s: %d records, %d in existing file groups, located in %.1fs; writing files ...",
@@ -513,6 +533,20 @@ class WriteClient:
             tagged.unpersist()
         return stats, replaced
 
+    def _check_listed_partitions(self, listed: list[str], counts) -> None:
+        """The index looked only in the partitions the input's check listed: a record of another
+        partition (the input gave other rows when read again) could not have been located, and
+        writing it as new would duplicate its key. Refused before any data file is written."""
+        known = set(listed)
+        unlisted = sorted({partition for partition, *_ in counts if partition not in known})
+        if unlisted:
+            shown = ", ".join(repr(p) for p in unlisted[:5]) + (" ..." if len(unlisted) > 5 else "")
+            raise WriteError(
+                f"{self.path}: the input DataFrame gave other records when read again (records in partitions "
+                f"{shown} were not there when it was checked); its records could not be located. Persist or "
+                "checkpoint it (df.localCheckpoint()) before writing; nothing was written."
+            )
+
     def _reject_updates_under_clustering(self, table: HudiTable, counts) -> None:
         """Hudi's default update strategy (SparkRejectUpdateStrategy): no updates to file groups being clustered."""
         clustering = compaction.clustering_file_groups(table)
@@ -532,7 +566,12 @@ class WriteClient:
     ) -> list[WriteStat]:
         if not plan.buckets:
             return []
-        update_rows = [(b.partition_path, b.file_id, b.bucket_id) for b in plan.buckets if b.file_id is not None]
+        buckets = plan.by_id
+        tasks = write_tasks(len(buckets), parallelism, self.spark.sparkContext.defaultParallelism)
+        task_of = plan.task_of_buckets(tasks)
+        update_rows = [
+            (b.partition_path, b.file_id, b.bucket_id, task_of[b.bucket_id]) for b in plan.buckets if b.file_id is not None
+        ]
         spark = self.spark
         mapping = spark.createDataFrame(
             update_rows,
@@ -541,17 +580,19 @@ class WriteClient:
                     T.StructField("_m_partition", T.StringType(), False),
                     T.StructField("_m_file_id", T.StringType(), False),
                     T.StructField(executor.BUCKET, T.IntegerType(), False),
+                    T.StructField(_TASK, T.IntegerType(), False),
                 ]
             ),
         ) if update_rows else None
         ranges = spark.createDataFrame(
-            [(r.partition_path, r.low, r.high, r.bucket_id) for r in plan.insert_ranges],
+            [(r.partition_path, r.low, r.high, r.bucket_id, task_of[r.bucket_id]) for r in plan.insert_ranges],
             T.StructType(
                 [
                     T.StructField("_r_partition", T.StringType(), False),
                     T.StructField("_r_low", T.DoubleType(), False),
                     T.StructField("_r_high", T.DoubleType(), False),
                     T.StructField(executor.BUCKET, T.IntegerType(), False),
+                    T.StructField(_TASK, T.IntegerType(), False),
                 ]
             ),
         ) if plan.insert_ranges else None
@@ -575,9 +616,8 @@ class WriteClient:
         assigned = parts[0]
         for other in parts[1:]:
             assigned = assigned.unionByName(other)
-        buckets = plan.by_id
-        tasks = write_tasks(len(buckets), parallelism, self.spark.sparkContext.defaultParallelism)
-        ordered = assigned.repartitionByRange(tasks, executor.BUCKET).sortWithinPartitions(executor.BUCKET)
+        # each bucket's rows to the task the plan gave it, grouped by bucket within the task
+        ordered = _to_tasks(assigned, tasks).sortWithinPartitions(executor.BUCKET).drop(_TASK)
         out = ordered.mapInArrow(executor.write_buckets_fn(ctx, buckets), executor.WRITE_SCHEMA)
         return self._collect(out, ctx)
 

@@ -62,6 +62,24 @@ class WorkloadPlan:
     def by_id(self) -> dict[int, Bucket]:
         return {b.bucket_id: b for b in self.buckets}
 
+    def task_of_buckets(self, tasks: int) -> dict[int, int]:
+        """Bucket id -> the write task (``0 .. tasks-1``) that writes it: consecutive buckets per
+        task, split where the records the plan expects reach each task's share.
+
+        Known on the driver from the counts, so the shuffle to the write tasks needs no
+        sampling job (a range partitioning samples its input first: one more Spark job on
+        every write)."""
+        ordered = sorted(self.buckets, key=lambda b: b.bucket_id)
+        weights = [max(1, b.num_updates + b.num_inserts + b.num_deletes) for b in ordered]
+        total = sum(weights)
+        out: dict[int, int] = {}
+        before = 0
+        for bucket, weight in zip(ordered, weights):
+            # the task whose share holds the middle of the bucket's records
+            out[bucket.bucket_id] = min(tasks - 1, (2 * before + weight) * tasks // (2 * total))
+            before += weight
+        return out
+
 
 def average_record_size(table: HudiTable | None, cfg: WriteConfig) -> int:
     """Bytes per record of the latest commit that wrote enough data to tell."""

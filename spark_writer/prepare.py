@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -133,23 +134,31 @@ def combines(cfg: WriteConfig, operation: str) -> bool:
     }.get(operation, False)
 
 
-def refuse_unwritable_records(df: DataFrame, cfg: WriteConfig, operation: str, is_mor: bool, path: str) -> None:
+def refuse_unwritable_records(
+    df: DataFrame, cfg: WriteConfig, operation: str, is_mor: bool, path: str
+) -> list[str] | None:
     """Refuse, before an instant starts, records Hudi refuses: a null ordering value where Hudi
     would reject it, and records its key generator cannot key (a null or empty record key field;
     for several fields, all of them).
 
     One scan of the input for both (each task stops at its first problem of each kind): a write
     of a few rows is dominated by Spark jobs, so the checks share one. Counting and naming an
-    example take more jobs, but only when the write is refused."""
+    example take more jobs, but only when the write is refused.
+
+    Returns the partition paths of the records, sorted, when the scan keyed them (the key
+    generator gives each record's path with its key) and reading the input again gives the
+    same records, so that locating the records needs no job of its own to list them; ``None``
+    otherwise (the records are listed where they are tagged, as Hudi's simple index lists them)."""
     ordering_field = _checked_ordering_field(df, cfg, operation, is_mor)
     check_keys = bool(cfg.record_key_fields) and operation != "delete_partition"
     if ordering_field is None and not check_keys:
-        return
+        return None
     options = cfg.hoodie_options()
 
     def problems(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         generator = None
         found_key = found_ordering = False
+        listed: set[str] = set()
         for batch in batches:
             if ordering_field is not None and not found_ordering and batch.column(_ORDERING_CHECKED).null_count:
                 found_ordering = True
@@ -159,9 +168,14 @@ def refuse_unwritable_records(df: DataFrame, cfg: WriteConfig, operation: str, i
                     generator = key_generator_from_write_options(options, batch.schema)
                 try:
                     generator.record_keys(batch)
+                    new = [p for p in pc.unique(generator.partition_paths(batch).cast(pa.string())).to_pylist() if p not in listed]
                 except KeyGeneratorError as exc:
                     found_key = True
                     yield pa.RecordBatch.from_pydict({"kind": ["key"], "problem": [str(exc)]})
+                else:
+                    if new:
+                        listed.update(new)
+                        yield pa.RecordBatch.from_pydict({"kind": ["partition"] * len(new), "problem": new})
             if found_key == check_keys and found_ordering == (ordering_field is not None):
                 return
 
@@ -179,6 +193,16 @@ def refuse_unwritable_records(df: DataFrame, cfg: WriteConfig, operation: str, i
             f"{path}: a record has no record key in hoodie.datasource.write.recordkey.field={fields}: "
             f"{keys[0]} Fill the field or drop those records; nothing was written."
         )
+    return sorted({row[1] for row in found if row[0] == "partition"}) if check_keys and deterministic(df) else None
+
+
+def deterministic(df: DataFrame) -> bool:
+    """Does reading ``df`` again give the same rows? (``rand()``, ``uuid()`` ... say no; so does
+    a plan Spark cannot tell about.)"""
+    try:
+        return bool(df._jdf.queryExecution().analyzed().deterministic())
+    except Exception:  # noqa: BLE001 - no JVM plan to ask (e.g. Spark Connect): assume not
+        return False
 
 
 def _null_ordering_reason(cfg: WriteConfig, operation: str, is_mor: bool) -> str | None:

@@ -75,19 +75,27 @@ def _table_files(path: Path) -> dict[str, tuple[int, int]]:
     }
 
 
-def _run_job(tmp_path: Path, master: str, runs: list[dict], conf: dict | None = None, env: dict | None = None,
-             terminal: bool = False) -> tuple[list[dict], str]:
-    """Run ``user_job.py``; returns each run's outcome and what the job printed."""
+def _job(tmp_path: Path, master: str, runs: list[dict], conf: dict | None = None,
+         env: dict | None = None) -> tuple[list[str], dict, Path]:
+    """The command and environment of a ``user_job.py`` run, and the file its outcomes go to."""
     spec = tmp_path / f"spec-{len(list(tmp_path.glob('spec-*')))}.json"
     result = spec.with_suffix(".result.json")
     spec.write_text(json.dumps({"master": master, "conf": conf or {}, "result": str(result), "runs": runs}))
-    command = [sys.executable, str(USER_JOB), str(spec)]
-    job_env = {**os.environ, **(env or {})}
-    # from the job's own folder: local-mode Python workers start in the driver's working directory and would
-    # import hudi_duck from a checkout there
-    output = _in_terminal(command, job_env, tmp_path) if terminal else _in_pipes(command, job_env, tmp_path)
+    return [sys.executable, str(USER_JOB), str(spec)], {**os.environ, **(env or {})}, result
+
+
+def _outcomes(result: Path, output: str) -> tuple[list[dict], str]:
     assert result.exists(), f"the job wrote no result:\n{output[-5000:]}"
     return json.loads(result.read_text()), output
+
+
+def _run_job(tmp_path: Path, master: str, runs: list[dict], conf: dict | None = None,
+             env: dict | None = None) -> tuple[list[dict], str]:
+    """Run ``user_job.py``; returns each run's outcome and what the job printed."""
+    command, job_env, result = _job(tmp_path, master, runs, conf, env)
+    # from the job's own folder: local-mode Python workers start in the driver's working directory and would
+    # import hudi_duck from a checkout there
+    return _outcomes(result, _in_pipes(command, job_env, tmp_path))
 
 
 def _in_pipes(command: list[str], env: dict, cwd: Path) -> str:
@@ -97,39 +105,58 @@ def _in_pipes(command: list[str], env: dict, cwd: Path) -> str:
     return done.stdout + done.stderr
 
 
-def _in_terminal(command: list[str], env: dict, cwd: Path) -> str:
-    """Run with stdin/stdout/stderr on a pseudo-terminal, as in an interactive shell."""
-    import pty
+class TerminalRun:
+    """A command with stdin/stdout/stderr on a pseudo-terminal, as in an interactive shell,
+    started at once; what it prints is read in the background until it ends."""
 
-    master_fd, slave_fd = pty.openpty()
-    proc = subprocess.Popen(
-        command, env=env, cwd=cwd, stdin=slave_fd, stdout=slave_fd, stderr=slave_fd, start_new_session=True
-    )
-    os.close(slave_fd)
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + JOB_TIMEOUT
-    poller = select.poll()  # (select() refuses descriptors past 1023)
-    poller.register(master_fd, select.POLLIN)
-    try:
+    def __init__(self, command: list[str], env: dict, cwd: Path) -> None:
+        import pty
+        import threading
+
+        self.master_fd, slave_fd = pty.openpty()
+        self.proc = subprocess.Popen(
+            command, env=env, cwd=cwd, stdin=slave_fd, stdout=slave_fd, stderr=slave_fd, start_new_session=True
+        )
+        os.close(slave_fd)
+        self.chunks: list[bytes] = []
+        self.timed_out = False
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        deadline = time.monotonic() + JOB_TIMEOUT
+        poller = select.poll()  # (select() refuses descriptors past 1023)
+        poller.register(self.master_fd, select.POLLIN)
         while time.monotonic() < deadline:
             ready = poller.poll(500)
             if ready:
                 try:
-                    data = os.read(master_fd, 65536)
+                    data = os.read(self.master_fd, 65536)
                 except OSError:  # EIO: every process holding the terminal is gone
-                    break
+                    return
                 if not data:
-                    break
-                chunks.append(data)
-            elif proc.poll() is not None:
-                break
-        else:
-            raise AssertionError("the job did not finish in time")
-        proc.wait(timeout=60)
-    finally:
-        _stop(proc)
-        os.close(master_fd)
-    return b"".join(chunks).decode(errors="replace")
+                    return
+                self.chunks.append(data)
+            elif self.proc.poll() is not None:
+                return
+        self.timed_out = True
+
+    def output(self) -> str:
+        """What the command printed, once it ended."""
+        self.reader.join(JOB_TIMEOUT + 60)
+        try:
+            assert not self.timed_out and not self.reader.is_alive(), "the job did not finish in time"
+            self.proc.wait(timeout=60)
+        finally:
+            self.stop()
+        return b"".join(self.chunks).decode(errors="replace")
+
+    def stop(self) -> None:
+        _stop(self.proc)
+        if self.master_fd is not None:
+            self.reader.join(5)
+            os.close(self.master_fd)
+            self.master_fd = None
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -249,16 +276,36 @@ def test_no_progress_bar_without_a_terminal(local_jobs):
     assert "[Stage " not in local_jobs["output"], local_jobs["output"][-3000:]
 
 
-def test_console_progress_and_phases_in_a_terminal(tmp_path, con):
-    """Interactive runs show Spark's progress bar and the writer's phases as they happen."""
-    runs = [{"name": "terminal", "pyspark_python": sys.executable, "table": str(tmp_path / "t"), "rows": "update",
+TERMINAL_TEST = "test_console_progress_and_phases_in_a_terminal"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def terminal_job(request, tmp_path_factory):
+    """The interactive run starts with the module (when its test is selected), so it runs
+    while the local jobs run instead of after them."""
+    if not any(item.originalname == TERMINAL_TEST for item in request.session.items):
+        yield None
+        return
+    root = tmp_path_factory.mktemp("terminal")
+    runs = [{"name": "terminal", "pyspark_python": sys.executable, "table": str(root / "t"), "rows": "update",
              "local_session": True, "slow_stage": True}]
-    outcomes, output = _run_job(tmp_path, "local[2]", runs, terminal=True)
+    command, env, result = _job(root, "local[2]", runs)
+    run = TerminalRun(command, env, root)
+    try:
+        yield root, run, result
+    finally:
+        run.stop()
+
+
+def test_console_progress_and_phases_in_a_terminal(terminal_job, con):
+    """Interactive runs show Spark's progress bar and the writer's phases as they happen."""
+    root, run, result = terminal_job
+    outcomes, output = _outcomes(result, run.output())
     assert outcomes[0]["ok"], outcomes
     assert "[Stage " in output, output[-3000:]
     for phase in ("starting Spark", "checking the executors' Python", "locating records", "writing files", "committing"):
         assert phase in output, (phase, output[-3000:])
-    assert con.sql(f"SELECT count(*) FROM hudi_snapshot('{tmp_path / 't'}')").fetchall()[0][0] == 1
+    assert con.sql(f"SELECT count(*) FROM hudi_snapshot('{root / 't'}')").fetchall()[0][0] == 1
 
 
 # -- standalone cluster ------------------------------------------------------------------------------------------

@@ -73,3 +73,91 @@ def test_upsert_of_many_file_groups_runs_in_few_tasks(small_spark, con, tmp_path
     want = sorted((k, 2 if k.endswith("-0") else 1, (2 if k.endswith("-0") else 1) * 100 + int(p[1:]))
                   for k, p, _, _ in _rows(1))
     assert got == want
+
+
+def test_buckets_go_to_tasks_in_runs_balanced_by_records():
+    from spark_writer.partitioner import Bucket, WorkloadPlan
+
+    plan = WorkloadPlan([Bucket(i, "append", f"p{i}", num_updates=n) for i, n in enumerate([100, 1, 1, 1, 1, 100])])
+    tasks = plan.task_of_buckets(2)
+    assert [tasks[i] for i in range(6)] == [0, 0, 0, 1, 1, 1]  # consecutive buckets, half of the records each
+    even = WorkloadPlan([Bucket(i, "create", "p", num_inserts=5) for i in range(8)]).task_of_buckets(4)
+    assert [even[i] for i in range(8)] == [0, 0, 1, 1, 2, 2, 3, 3]
+    one = WorkloadPlan([Bucket(i, "create", "p") for i in range(3)]).task_of_buckets(1)
+    assert set(one.values()) == {0}
+    big = WorkloadPlan([Bucket(0, "merge", "p", num_updates=1000), Bucket(1, "create", "p", num_inserts=1)]).task_of_buckets(2)
+    assert big == {0: 0, 1: 1}  # never more than the tasks there are
+
+
+def test_input_check_lists_partitions_only_of_repeatable_input(small_spark):
+    """The check of the input lists the records' partition paths for locating them; an input
+    that reads differently each time (``rand()``) has them listed from the records tagged."""
+    from pyspark.sql import functions as F
+
+    from spark_writer import prepare
+    from spark_writer.config import parse_options
+
+    cfg = parse_options(_options("upsert"))
+    frame = small_spark.createDataFrame(_rows(1), "id string, part string, ts long, v long")
+    listed = prepare.refuse_unwritable_records(frame, cfg, "upsert", True, "/t")
+    assert listed == [f"p{p:02d}" for p in range(PARTITIONS)]
+    drawn = frame.withColumn("part", F.concat(F.lit("p"), (F.rand() * 3).cast("int").cast("string")))
+    assert prepare.refuse_unwritable_records(drawn, cfg, "upsert", True, "/t") is None
+
+
+def test_input_that_changes_between_reads_is_refused_before_writing(small_spark, con, tmp_path):
+    """Locating looks only in the partitions the input's check listed. An input Spark calls
+    deterministic that still reads differently (a UDF over outside state, a live source) would
+    have records the index never looked for, written as new: duplicate keys. Refused instead."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    import spark_writer
+    from hudi_duck.core.errors import WriteError
+
+    path = str(tmp_path / "t")
+    schema = "id string not null, part string not null, ts long not null, v long not null"
+    spark_writer.write(small_spark.createDataFrame(_rows(1), schema), path, _options("bulk_insert"))
+    before = sorted(con.sql(f"SELECT id, part, ts, v FROM hudi_snapshot('{path}')").fetchall())
+    commits = sorted(n for n in os.listdir(os.path.join(path, ".hoodie")) if n.endswith(".deltacommit"))
+
+    marker = str(tmp_path / "read-once")
+
+    def drifting_part(part: str) -> str:
+        """``part`` on the first read of the input, another partition on every later read."""
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+            return part
+        except FileExistsError:
+            return "p11"
+
+    udf = F.udf(drifting_part, T.StringType())  # Spark takes Python UDFs as deterministic
+    updates = small_spark.createDataFrame([_rows(2)[0]], schema).withColumn("part", udf("part"))
+    with pytest.raises(WriteError, match=r"gave other records when read again.*'p11'.*nothing was written"):
+        spark_writer.write(updates, path, _options("upsert"))
+    assert sorted(con.sql(f"SELECT id, part, ts, v FROM hudi_snapshot('{path}')").fetchall()) == before
+    assert sorted(n for n in os.listdir(os.path.join(path, ".hoodie")) if n.endswith(".deltacommit")) == commits
+
+
+@pytest.mark.parametrize("spark_before_4_1", [False, True])
+def test_rows_reach_the_task_of_their_bucket(small_spark, spark_before_4_1):
+    """Every row of a task number lands in one Spark partition, with ``repartitionById`` and with the
+    range partitioning Spark releases before 4.1 offer instead."""
+    from pyspark.sql import functions as F
+
+    from spark_writer.client import _TASK, _to_tasks
+
+    frame = small_spark.range(200).withColumn(_TASK, (F.col("id") % 3).cast("int"))
+
+    class Before41:  # a DataFrame of a Spark without repartitionById
+        def repartitionByRange(self, tasks, column):
+            return frame.repartitionByRange(tasks, column)
+
+    moved = _to_tasks(Before41() if spark_before_4_1 else frame, 3)
+    placed = moved.select(_TASK, F.spark_partition_id().alias("pid")).distinct().collect()
+    by_task: dict[int, set[int]] = {}
+    for row in placed:
+        by_task.setdefault(row[_TASK], set()).add(row["pid"])
+    assert sorted(by_task) == [0, 1, 2] and all(len(p) == 1 for p in by_task.values())
+    if not spark_before_4_1:
+        assert by_task == {0: {0}, 1: {1}, 2: {2}}  # the task number is the partition

@@ -7,6 +7,8 @@ when the main file fails that check (a crash while updating it).
 
 from __future__ import annotations
 
+import re
+
 import datetime as _dt
 import zlib
 from dataclasses import dataclass, field
@@ -91,23 +93,17 @@ def _logical_lines(text: str) -> Iterable[str]:
         yield pending
 
 
+#: one escape: ``\\uXXXX`` or a backslash and the character after it (a lone trailing backslash stays)
+_ESCAPE = re.compile(r"\\(u.{4}|.)", re.DOTALL)
+
+
+def _unescaped(match: re.Match) -> str:
+    code = match.group(1)
+    return chr(int(code[1:], 16)) if len(code) == 5 else _ESCAPES.get(code, code)
+
+
 def _unescape(text: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch != "\\" or i + 1 == len(text):
-            out.append(ch)
-            i += 1
-            continue
-        nxt = text[i + 1]
-        if nxt == "u" and i + 6 <= len(text):
-            out.append(chr(int(text[i + 2 : i + 6], 16)))
-            i += 6
-            continue
-        out.append(_ESCAPES.get(nxt, nxt))
-        i += 2
-    return "".join(out)
+    return _ESCAPE.sub(_unescaped, text) if "\\" in text else text
 
 
 def _split_key_value(line: str) -> tuple[str, str]:
