@@ -123,7 +123,7 @@ def test_input_that_changes_between_reads_is_refused_before_writing(small_spark,
 
     marker = str(tmp_path / "read-once")
 
-    def drifting_part(part: str) -> str:
+    def drifting_part(part):  # no type hints: pyspark would take them for a pandas UDF's
         """``part`` on the first read of the input, another partition on every later read."""
         try:
             os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
