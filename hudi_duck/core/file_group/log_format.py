@@ -260,7 +260,8 @@ def _parse_footer(buf: memoryview, pos: int, end: int, file_path: str, magic_pos
     return footer
 
 
-def _parse_block(buf: memoryview, pos: int, end: int, file_path: str, magic_pos: int) -> LogBlock:
+def _parse_block(buf: memoryview, pos: int, end: int, file_path: str, magic_pos: int, base: int = 0) -> LogBlock:
+    """The block whose body is ``buf[pos:end]``; ``buf`` holds the file's bytes from ``base`` on."""
     head = _parse_head(buf, pos, end, file_path, magic_pos)
     content_at, content_end = head.content_at, head.content_at + head.content_length
     if head.block_type in _VIEWED_CONTENT:  # decoded by ranges: no copy of a large block's bytes
@@ -269,8 +270,8 @@ def _parse_block(buf: memoryview, pos: int, end: int, file_path: str, magic_pos:
         content = bytes(buf[content_at:content_end])
     footer = _parse_footer(buf, content_end, end, file_path, magic_pos)
     return LogBlock(
-        head.block_type, head.header, footer, content, file_path, magic_pos, end - magic_pos, content_at,
-        content_size=head.content_length,
+        head.block_type, head.header, footer, content, file_path, magic_pos, base + end - magic_pos,
+        base + content_at, content_size=head.content_length,
     )
 
 
@@ -366,9 +367,8 @@ def _block_in_buffer(buf: memoryview, magic_pos: int, size: int, block_size: int
 
     if _block_is_corrupt(read, size, size_pos, block_size):
         return None
-    block = _parse_block(buf[: end - magic_pos], len(MAGIC) + 8, end - magic_pos, file_path, magic_pos)
+    block = _parse_block(buf[: end - magic_pos], len(MAGIC) + 8, end - magic_pos, file_path, magic_pos, magic_pos)
     block.content = bytes(block.content)
-    block.content_offset += magic_pos
     return block
 
 
