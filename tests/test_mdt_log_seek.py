@@ -181,18 +181,21 @@ class CountingStorage(Storage):
         return data
 
 
+def _slice_with_logs(mdt: MetadataTable):
+    """The first record-index file slice with log files, and its file group's index."""
+    slices = mdt.view.latest_slices(partitions=[layout.RECORD_INDEX.name])
+    file_slice = min((s for s in slices if s.log_files), key=lambda s: s.file_id)
+    (index,) = [i for i in range(len(slices)) if layout.file_group_id(layout.RECORD_INDEX, i) == file_slice.file_id]
+    return file_slice, index, len(slices)
+
+
 def _log_resident_record_index(table: str, count: int, damage: bool = False) -> tuple[Path, list[str]]:
-    """Append to the latest log file of the fixture's record-index file group 1 the blocks of
-    :func:`_log` (keys of that file group, at completed metadata-table delta commits)."""
+    """Append to the latest log file of one of the fixture's record-index file groups the
+    blocks of :func:`_log` (keys of that file group, at completed metadata-table delta commits)."""
     mdt = MetadataTable(Storage(table))
-    (file_slice,) = [
-        s for s in mdt.view.latest_slices(partitions=[layout.RECORD_INDEX.name])
-        if s.file_id == layout.file_group_id(layout.RECORD_INDEX, 1)
-    ]
-    assert file_slice.log_files, "fixture's record-index file group has no log file"
+    file_slice, index, groups = _slice_with_logs(mdt)
     instants = sorted(t for t in mdt.valid if mdt._admit(t))
-    groups = len(mdt.view.latest_slices(partitions=[layout.RECORD_INDEX.name]))
-    keys = [k for k in (f"key-{i:08d}" for i in range(count * groups * 2)) if layout.file_group_index(k, groups) == 1][:count]
+    keys = [k for k in (f"key-{i:08d}" for i in range(count * groups * 2)) if layout.file_group_index(k, groups) == index][:count]
     latest = max(file_slice.log_files, key=lambda f: f.sort_key())
     path = Path(mdt.mdt_storage.abs(latest.path))
     appended = _log(keys, instants[-2], instants[-1])
@@ -210,15 +213,13 @@ def test_record_index_lookup_in_log_files_reads_a_fraction_of_them(fresh_fixture
     size = log_path.stat().st_size
     storage = CountingStorage(table)
     mdt = MetadataTable(storage)
-    (file_slice,) = [
-        s for s in mdt.view.latest_slices(partitions=[layout.RECORD_INDEX.name])
-        if s.file_id == layout.file_group_id(layout.RECORD_INDEX, 1)
-    ]
+    file_slice, _index, _groups = _slice_with_logs(mdt)
     full = {k: record_location(r) for k, r in mdt._slice_records(file_slice, None, set()).items()}
-    assert keys[0] not in full and keys[3] in full and keys[15] in full and keys[-1] in full  # deletes, later upserts
-    assert full[keys[15]].partition_path == "p2" and full[keys[5]].partition_path == "p1"  # rolled-back block not applied
+    assert keys[0] not in full and keys[3] not in full  # deleted
+    assert full[keys[12]].partition_path == "p2" and full[keys[15]].partition_path == "p2"  # deleted or not, upserted later
+    assert full[keys[5]].partition_path == "p1" and full[keys[-1]].partition_path == "p2"  # the rolled-back block counts not
 
-    wanted = [keys[0], keys[3], keys[5], keys[15], keys[len(keys) // 2 + 7], keys[-1], "key-absent-1", "zzz"]
+    wanted = [keys[0], keys[3], keys[5], keys[12], keys[15], keys[len(keys) // 2 + 7], keys[-1], "key-absent-1", "zzz"]
     del storage.log[:]
     found = lookup_record_index(mdt, wanted)
     assert found == {k: full[k] for k in wanted if k in full}

@@ -32,9 +32,10 @@ from ..errors import CorruptFileError
 MAGIC = b"#HUDI#"
 LOG_FORMAT_VERSION = 1
 _SCAN_BUFFER = 1 << 20
-#: Bytes read at a block's magic by the ranged reader: its framing and header (a metadata-table
-#: block's header holds the ~9 KiB writer schema) and, for a small block, all of it.
-HEAD_READ_SIZE = 64 * 1024
+#: Bytes first read at a block's magic by the ranged reader: its framing and header (a
+#: metadata-table block's header holds the ~7 KiB writer schema) and, for a small block, all
+#: of it; a longer header is read with a larger window.
+HEAD_READ_SIZE = 16 * 1024
 
 #: Reads bytes ``[start, end)`` of a file (a ranged GET on object stores).
 RangeRead = Callable[[int, int], bytes]
@@ -309,26 +310,25 @@ def _ranged_block(
 ) -> LogBlock | None:
     """The intact block at ``magic_pos`` read by ranges, or None when it is not intact (or
     not a block): the whole-file parser then decides what it is."""
-    head = memoryview(read(magic_pos, min(size, magic_pos + HEAD_READ_SIZE)))
-    if bytes(head[: len(MAGIC)]) != MAGIC or len(head) < len(MAGIC) + 8:
-        return None
-    size_pos = magic_pos + len(MAGIC)
-    (block_size,) = struct.unpack_from(">q", head, len(MAGIC))
-    end = size_pos + 8 + block_size
-    try:
+    window = HEAD_READ_SIZE
+    while True:
+        head = memoryview(read(magic_pos, min(size, magic_pos + window)))
+        if bytes(head[: len(MAGIC)]) != MAGIC or len(head) < len(MAGIC) + 8:
+            return None
+        size_pos = magic_pos + len(MAGIC)
+        (block_size,) = struct.unpack_from(">q", head, len(MAGIC))
+        end = size_pos + 8 + block_size
         if block_size < 0:
             return None
-        if end + len(MAGIC) <= magic_pos + len(head) or magic_pos + len(head) == size:
-            return _block_in_buffer(head, magic_pos, size, block_size, file_path)
-        parsed = _parse_head(head, len(MAGIC) + 8, end - magic_pos, file_path, magic_pos)
-    except (CorruptFileError, struct.error, UnicodeDecodeError, ValueError):
-        if block_size < 0 or end > size:
-            return None
-        try:  # a header longer than the first read: the block whole
-            whole = memoryview(read(magic_pos, min(size, end + len(MAGIC))))
-            return _block_in_buffer(whole, magic_pos, size, block_size, file_path)
+        try:
+            if end + len(MAGIC) <= magic_pos + len(head) or magic_pos + len(head) == size:
+                return _block_in_buffer(head, magic_pos, size, block_size, file_path)
+            parsed = _parse_head(head, len(MAGIC) + 8, end - magic_pos, file_path, magic_pos)
+            break
         except (CorruptFileError, struct.error, UnicodeDecodeError, ValueError):
-            return None
+            if magic_pos + len(head) >= min(size, end + len(MAGIC)):
+                return None
+            window *= 4  # a header longer than the bytes read: read more of the block
     if end > size:
         return None
     content_at = magic_pos + parsed.content_at
