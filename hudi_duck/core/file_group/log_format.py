@@ -37,6 +37,10 @@ _SCAN_BUFFER = 1 << 20
 #: of it; a longer header is read with a larger window.
 HEAD_READ_SIZE = 16 * 1024
 
+#: Content of an ``unread`` type smaller than this is read with the framing all the same: a
+#: lookup inside it would read its tail (64 KiB), index and data blocks, about as much.
+UNREAD_MIN_CONTENT = 256 * 1024
+
 #: Reads bytes ``[start, end)`` of a file (a ranged GET on object stores).
 RangeRead = Callable[[int, int], bytes]
 
@@ -289,8 +293,8 @@ def iter_blocks_ranged(
 ) -> Iterator[LogBlock]:
     """The blocks :func:`iter_blocks` yields for a file of ``size`` bytes, framed by ranged
     reads: the head of each block (framing and header) and its tail (footer, reverse pointer,
-    next magic) are read, the content of blocks of an ``unread`` type is not (the block gets a
-    ``content_reader`` instead). From the first block that is not intact on, the rest of the
+    next magic) are read, the content of blocks of an ``unread`` type is not when it is large
+    (``UNREAD_MIN_CONTENT``; the block gets a ``content_reader`` instead). From the first block that is not intact on, the rest of the
     file is read whole (``read_all``) and parsed by :func:`iter_blocks`, so damaged logs read
     exactly as they do whole."""
     pos = 0
@@ -345,7 +349,7 @@ def _ranged_block(
         parsed.block_type, parsed.header, footer, b"", file_path, magic_pos, end - magic_pos, content_at,
         content_size=parsed.content_length,
     )
-    if parsed.block_type in unread:
+    if parsed.block_type in unread and parsed.content_length >= UNREAD_MIN_CONTENT:
         block.content_reader = lambda start, stop: read(content_at + start, content_at + stop)
     elif content_end <= magic_pos + len(head):
         block.content = bytes(head[parsed.content_at : parsed.content_at + parsed.content_length])
