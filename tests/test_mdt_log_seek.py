@@ -6,10 +6,12 @@ equal the full read while reading a fraction of the log's bytes."""
 
 from __future__ import annotations
 
+import os
 import random
 import re
 from pathlib import Path
 
+import fsspec
 import pytest
 
 from hudi_duck.core.errors import CorruptFileError
@@ -230,3 +232,29 @@ def test_record_index_lookup_in_log_files_reads_a_fraction_of_them(fresh_fixture
     else:
         assert all((start, end) != (0, size) for start, end in log_reads)
         assert read_bytes < size / 5, (read_bytes, size)
+
+
+def test_record_index_lookup_in_log_files_on_object_storage_reads_by_ranges(fresh_fixture):
+    """Behind an fsspec URL (``memory://``) the log files are read by ranged reads through
+    the storage, and the lookup gives what it gives locally."""
+    table = fresh_fixture(FIXTURE)
+    log_path, keys = _log_resident_record_index(table, 20000)
+    fs = fsspec.filesystem("memory")
+    root = "/mdt_log_seek/table"
+    if fs.exists(root):
+        fs.rm(root, recursive=True)
+    for folder, _, files in os.walk(table):
+        for name in files:
+            src = os.path.join(folder, name)
+            with open(src, "rb") as handle:
+                fs.pipe(f"{root}/{os.path.relpath(src, table)}", handle.read())
+    wanted = [keys[0], keys[5], keys[15], keys[-1], "key-absent-1"]
+    expected = lookup_record_index(MetadataTable(Storage(table)), wanted)
+    assert len(expected) == 3
+
+    storage = CountingStorage(f"memory://{root}")
+    found = lookup_record_index(MetadataTable(storage), wanted)
+    assert found == expected
+    remote_log = f"{root}/{os.path.relpath(log_path, table)}"
+    log_reads = [(start, end) for path, start, end in storage.log if path.endswith(remote_log)]
+    assert log_reads and sum(end - start for start, end in log_reads) < log_path.stat().st_size / 5
