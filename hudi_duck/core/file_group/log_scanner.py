@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import CorruptFileError
 from ..storage.storage import Storage
-from .log_format import BlockType, LogBlock, read_log_file
+from .log_format import BlockType, LogBlock, iter_blocks_ranged, read_log_file
 from .naming import LogFile, parse_log_file
 
 log = logging.getLogger("hudi_duck")
@@ -81,12 +81,34 @@ class ScanResult:
 
 
 def read_blocks(
-    storage: Storage, log_files: Iterable[LogFile], contents: Mapping[str, bytes] | None = None
+    storage: Storage,
+    log_files: Iterable[LogFile],
+    contents: Mapping[str, bytes] | None = None,
+    unread: frozenset[BlockType] = frozenset(),
 ) -> Iterable[LogBlock]:
-    """The blocks of ``log_files`` in Hudi's order; ``contents``: bytes already read, by path."""
+    """The blocks of ``log_files`` in Hudi's order; ``contents``: bytes already read, by path.
+
+    With ``unread`` block types, files not in ``contents`` are read by ranges and the content
+    of those blocks is left unread (a keyed lookup seeks inside it, ``LogBlock.content_reader``)."""
     for log in sorted(log_files, key=LogFile.sort_key):
         data = contents.get(log.path) if contents is not None else None
+        if data is None and unread:
+            yield from _ranged_blocks(storage, log, unread)
+            continue
         yield from read_log_file(data if data is not None else _log_bytes(storage, log.path), storage.uri(log.path))
+
+
+def _ranged_blocks(storage: Storage, log: LogFile, unread: frozenset[BlockType]) -> Iterable[LogBlock]:
+    """The blocks of one log file framed by ranged reads through ``storage.read_range``."""
+    path = log.path
+    size = log.size if log.size >= 0 else storage.size(path)
+    return iter_blocks_ranged(
+        lambda start, end: storage.read_range(path, start, end),
+        size,
+        storage.uri(path),
+        unread,
+        lambda: storage.read(path),
+    )
 
 
 def _log_bytes(storage: Storage, rel: str) -> "bytes | mmap.mmap":
@@ -243,8 +265,10 @@ def scan_slice_logs(
     log_files: Iterable[LogFile],
     admit: Callable[[str], bool],
     contents: Mapping[str, bytes] | None = None,
+    unread: frozenset[BlockType] = frozenset(),
 ) -> ScanResult:
-    return scan_blocks(read_blocks(storage, log_files, contents), admit)
+    """``unread``: block types whose content the caller reads by ranges itself (:func:`read_blocks`)."""
+    return scan_blocks(read_blocks(storage, log_files, contents, unread), admit)
 
 
 def rolled_back_positions(blocks: Sequence[LogBlock]) -> set[int]:

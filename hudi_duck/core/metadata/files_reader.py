@@ -21,7 +21,7 @@ from typing import Iterable, Mapping
 from ..config.table_config import TableConfig
 from ..errors import HudiError
 from ..file_group.log_blocks import decode_delete_block
-from ..file_group.log_format import BlockType
+from ..file_group.log_format import BlockType, LogBlock
 from ..file_group.log_scanner import scan_slice_logs
 from ..file_group.naming import BaseFile
 from ..hfile.reader import open_hfile
@@ -123,6 +123,18 @@ def _wanted_cells(
     return hfile.with_prefixes(p.encode("utf-8") for p in key_prefixes)
 
 
+#: Log blocks a keyed read leaves unread on framing: it seeks by key inside their HFile.
+_SEEKED_BLOCKS = frozenset({BlockType.HFILE_DATA_BLOCK})
+
+
+def _block_hfile(block: LogBlock, source: str) -> SeekableHFile:
+    """The HFile of an ``HFILE_DATA_BLOCK``: over ranged reads of the log file when its content
+    was left unread (only the trailer, index and wanted data blocks are read), else in memory."""
+    if block.content_reader is not None:
+        return SeekableHFile(block.content_reader, block.content_size, source)
+    return SeekableHFile.of_bytes(block.content, source)
+
+
 class MetadataTable:
     """A data table's metadata table opened for reading (``HoodieBackedTableMetadata``).
 
@@ -201,7 +213,9 @@ class MetadataTable:
                 raise MetadataTableError(f"{source}: metadata base file has no writer schema")
             base = {r.key: r for r in decode_values(cells, schema_json, source)}
         logs: dict[str, MetadataRecord | None] = {}
-        for block in scan_slice_logs(storage, file_slice.log_files, self._admit, contents).blocks:
+        keyed = prefixes is not None or exact is not None
+        unread = _SEEKED_BLOCKS if keyed else frozenset()
+        for block in scan_slice_logs(storage, file_slice.log_files, self._admit, contents, unread).blocks:
             source = f"{block.file_path}@{block.offset}"
             applied.add(block.instant_time or "")
             if block.block_type is BlockType.DELETE_BLOCK:
@@ -214,7 +228,7 @@ class MetadataTable:
             if prefixes is None and exact is None:
                 cells = open_hfile(block.content, source).cells
             else:
-                cells = _wanted_cells(SeekableHFile.of_bytes(block.content, source), prefixes, exact)
+                cells = _wanted_cells(_block_hfile(block, source), prefixes, exact)
             for record in decode_values(cells, block.schema, source):
                 if logs.get(record.key) is None:
                     logs[record.key] = record
