@@ -158,24 +158,32 @@ def test_an_expired_heartbeat_means_a_dead_writer_rolled_back(fresh_fixture, tmp
 def test_two_single_writers_starting_together_never_both_proceed(fresh_fixture, tmp_path):
     """Launched at once, each holding its instant in flight once its files are written:
     whoever looks second sees the other's live heartbeat (before or right after its own
-    requested file), so exactly one writer commits and nothing else is lost."""
+    requested file), so the two never both proceed. When each looks while the other's
+    requested file is there, both are refused (a single writer has no lock to pick one):
+    nothing is written and nothing left pending. Else exactly one commits, nothing lost."""
     path = fresh_fixture(MOR)
     before = _keys(path)
     writers = [Writer(tmp_path, f"w{i}", path, f"t{i}") for i in range(2)]
     deadline = time.monotonic() + 120
-    while not any(w.started.exists() for w in writers) or not any(w.proc.poll() is not None for w in writers):
-        assert time.monotonic() < deadline, "neither writer got refused"
+
+    def settled() -> bool:
+        ended = [w.proc.poll() is not None for w in writers]
+        return all(ended) or (any(ended) and any(w.started.exists() for w in writers))
+
+    while not settled():
+        assert time.monotonic() < deadline, "no writer was refused and both still run"
         time.sleep(0.05)
     for w in writers:
         w.go()
     outcomes = [w.outcome() for w in writers]
     committed = [o for o in outcomes if o["ok"]]
-    (refused,) = [o for o in outcomes if not o["ok"]]
-    assert len(committed) == 1
-    assert refused["error_type"] == "ConcurrentWriteError", refused
-    assert committed[0]["instant"] in refused["error"]
+    refused = [o for o in outcomes if not o["ok"]]
+    assert len(committed) <= 1 and refused, outcomes  # never both
+    assert all(r["error_type"] == "ConcurrentWriteError" for r in refused), refused
+    if committed:
+        assert committed[0]["instant"] in refused[0]["error"]
     keys = _keys(path)
-    assert set(keys) == set(before) | set(committed[0]["keys"])
+    assert set(keys) == set(before) | set(committed[0]["keys"] if committed else ())
     assert max(keys.values()) == 1
     assert HudiTable(path).timeline.pending() == []
 
