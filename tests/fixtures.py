@@ -7,6 +7,8 @@ import shutil
 import zipfile
 from pathlib import Path
 
+from hudi_duck.core.storage.storage import Storage
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES_DIR = Path(
     os.environ.get("HUDI_DUCK_FIXTURES", REPO_ROOT.parent / "shared" / "fixtures" / "hudi-tables")
@@ -45,3 +47,25 @@ def unzip_fixture(zip_path: Path, dest_root: Path) -> Path:
 
 def sql_of(zip_path: Path) -> str:
     return zip_path.with_suffix(".sql").read_text()
+
+
+class CountingStorage(Storage):
+    """A storage that records every read, whole (``0, size``) or ranged, by absolute path: what a
+    test counts to show a read stays within the ranges it needs."""
+
+    def __init__(self, base_uri: str, log: list[tuple[str, int, int]] | None = None):
+        super().__init__(base_uri)
+        self.log = log if log is not None else []
+
+    def child(self, rel: str) -> CountingStorage:
+        return CountingStorage(self.uri(rel), self.log)
+
+    def read(self, rel: str) -> bytes:
+        data = super().read(rel)
+        self.log.append((self.abs(rel), 0, len(data)))
+        return data
+
+    def read_range(self, rel: str, start: int, end: int) -> bytes:
+        data = super().read_range(rel, start, end)
+        self.log.append((self.abs(rel), start, end))
+        return data

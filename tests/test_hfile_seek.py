@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from fixtures import fixture_id, fixture_zips, unzip_fixture
+from fixtures import CountingStorage, fixture_id, fixture_zips, unzip_fixture
 
 from hudi_duck.core.errors import CorruptFileError
 from hudi_duck.core.hfile.checksum import CHECKSUM_CRC32C, block_checksums
@@ -188,27 +188,6 @@ def test_multi_level_lookup_reads_one_path_of_index_blocks():
     assert hfile.get([cells[1234][0]]) == [cells[1234]]
     # one block per index level below the root, then one data block
     assert len(recording.ranges) - before == trailer.num_data_index_levels
-
-
-class CountingStorage(Storage):
-    """A storage that records every byte range read from each file."""
-
-    def __init__(self, base_uri: str, log: list[tuple[str, int, int]] | None = None):
-        super().__init__(base_uri)
-        self.log = log if log is not None else []
-
-    def child(self, rel: str) -> CountingStorage:
-        return CountingStorage(self.uri(rel), self.log)
-
-    def read(self, rel: str) -> bytes:
-        data = super().read(rel)
-        self.log.append((self.abs(rel), 0, len(data)))
-        return data
-
-    def read_range(self, rel: str, start: int, end: int) -> bytes:
-        data = super().read_range(rel, start, end)
-        self.log.append((self.abs(rel), start, end))
-        return data
 
 
 def _big_record_index_base_file(table: str, count: int) -> tuple[Path, list[str]]:

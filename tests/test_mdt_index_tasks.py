@@ -219,24 +219,7 @@ def test_driver_reads_no_written_file_for_index_records(small_spark, tmp_path, m
     """The driver process opens none of the data files a write made (executors are other
     processes: the spy sees the driver's reads only)."""
     path = str(tmp_path / "t")
-    opened: list[str] = []
-    for name in ("open", "read", "read_range"):
-        original = getattr(Storage, name)
-
-        def spy(self, rel, *args, _original=original, **kwargs):
-            opened.append(self.uri(rel))
-            return _original(self, rel, *args, **kwargs)
-
-        monkeypatch.setattr(Storage, name, spy)
-    builders: list[str] = []
-    for name in ("commit_column_stats_records", "commit_record_index_update"):
-        original_builder = getattr(indexes, name)
-
-        def builder(*args, _name=name, _original=original_builder, **kwargs):
-            builders.append(_name)
-            return _original(*args, **kwargs)
-
-        monkeypatch.setattr(indexes, name, builder)
+    opened, builders = _spy_driver_reads(monkeypatch)
     rng = random.Random(1)
     for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
         target = f"{path}-{table_type}"

@@ -32,6 +32,7 @@ from hudi_duck.core.metadata.files_reader import MetadataTable
 from hudi_duck.core.metadata.indexes import lookup_record_index
 from hudi_duck.core.metadata.records import encode_cells, record_index_record, record_location, writer_schema_json
 from hudi_duck.core.storage.storage import Storage
+from fixtures import CountingStorage
 
 FIXTURE = "quickstart_trips_table/mor/avro/v8_trips_8i3u1d"
 FILE_ID = "9b1c5fb1-2c23-4d35-b1c5-6a2e1e2e1b64-0"
@@ -159,27 +160,6 @@ def test_a_large_header_and_small_blocks_are_framed_alike():
     assert _described(blocks) == _described(read_log_file(data, "t.log"))
     with pytest.raises(CorruptFileError, match="no log block magic"):
         _ranged(b"PAR1" + data)
-
-
-class CountingStorage(Storage):
-    """Storage that records every read (whole and ranged) by absolute path."""
-
-    def __init__(self, base_uri: str, log: list[tuple[str, int, int]] | None = None):
-        super().__init__(base_uri)
-        self.log = log if log is not None else []
-
-    def child(self, rel: str) -> CountingStorage:
-        return CountingStorage(self.uri(rel), self.log)
-
-    def read(self, rel: str) -> bytes:
-        data = super().read(rel)
-        self.log.append((self.abs(rel), 0, len(data)))
-        return data
-
-    def read_range(self, rel: str, start: int, end: int) -> bytes:
-        data = super().read_range(rel, start, end)
-        self.log.append((self.abs(rel), start, end))
-        return data
 
 
 def _slice_with_logs(mdt: MetadataTable):
