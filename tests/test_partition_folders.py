@@ -139,3 +139,70 @@ def test_file_whose_rows_differ_from_its_folder(con, fresh_fixture):
         "WHERE byteField = 20"
     ).fetchall()
     assert stored == [(999,)] * original.num_rows
+
+
+def test_statistics_past_the_first_read_of_a_footer(tmp_path):
+    """A footer whose row groups run past the first bytes read of it is read whole: the statistics
+    of its last column are proven, and a value they refute is not."""
+    n, columns = 30, 300
+    table = pa.table({f"c{i:03d}": pa.array([i] * n, pa.int64()) for i in range(columns)} | {"city": ["tokyo"] * n})
+    name = _write(tmp_path / "wide.parquet", table, row_group_size=10)  # three row groups
+    storage = get_storage(str(tmp_path), {})
+    assert pq.read_metadata(tmp_path / name).serialized_size > parquet_stats._HEAD
+    with pytest.raises(parquet_stats.Truncated):
+        parquet_stats.column_stats(parquet_stats.read_footer(storage, name, parquet_stats._HEAD), frozenset({"city"}))
+    assert _holds(tmp_path, name, {"city": "tokyo", "c299": 299})
+    assert not _holds(tmp_path, name, {"city": "paris"})
+    assert not _holds(tmp_path, name, {"c299": 298})
+    whole = parquet_stats.column_stats(parquet_stats.read_footer(storage, name), frozenset({"c000", "city"}))
+    assert [sorted(g) for g in whole] == [["c000", "city"]] * 3
+
+
+def test_cut_footer_proves_nothing(tmp_path):
+    """The start of a footer that ends inside its row groups is refused (never half-read statistics);
+    from the shortest start that holds them all on, the statistics are those of the whole footer."""
+    name = _write(tmp_path / "a.parquet", pa.table({"city": ["tokyo"] * 5}))
+    footer = parquet_stats.read_footer(get_storage(str(tmp_path), {}), name)
+    whole = parquet_stats.column_stats(footer, frozenset({"city"}))
+    assert whole[0]["city"].min == b"tokyo"
+    shortest = next(n for n in range(len(footer) + 1) if _parses(footer[:n]))
+    assert parquet_stats.column_stats(footer[:shortest], frozenset({"city"})) == whole
+    for cut in range(shortest):
+        with pytest.raises(parquet_stats.Truncated):
+            parquet_stats.column_stats(footer[:cut], frozenset({"city"}))
+
+
+def _parses(head: bytes) -> bool:
+    try:
+        parquet_stats.column_stats(head, frozenset({"city"}))
+    except parquet_stats.Truncated:
+        return False
+    return True
+
+
+def test_many_small_files_are_checked_row_by_row(con, fresh_fixture, monkeypatch):
+    """Beyond the count of files a plan proves whatever their size, small files are not proven but
+    still read with each row's stored value checked against its folder: a file whose rows differ
+    from its folder still fails the folder mode, and the other files read the same rows."""
+    from hudi_duck.duck import sql as sql_module
+
+    path = fresh_fixture(COMPLEX_KEYGEN)
+    expected = con.sql(
+        f"SELECT byteField, shortField, count(*) FROM hudi_snapshot('{path}') GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    monkeypatch.setattr(sql_module, "_PROVE_ALL_UP_TO", 0)
+    parquet_stats.forget()
+    planner.clear_plan_cache()
+    sql = planner.plan_sql("snapshot", path, None, None, {}, values_from_path=True)
+    assert "hive_partitioning=true" not in sql and "error(" in sql
+    rows = con.sql(f"SELECT byteField, shortField, count(*) FROM hudi_snapshot('{path}') GROUP BY ALL ORDER BY ALL")
+    assert rows.fetchall() == expected
+
+    file = sorted(glob.glob(f"{path}/byteField=20/*/*.parquet"))[0]
+    original = pq.read_table(file)
+    column = original.schema.get_field_index("shortField")
+    pq.write_table(original.set_column(column, "shortField", pa.array([999] * original.num_rows, pa.int16())), file)
+    _commit_size(path, os.path.basename(file), os.path.getsize(file))
+    planner.clear_plan_cache()
+    with pytest.raises(Exception, match="extract_partition_values_from_path := false"):
+        con.sql(f"SELECT * FROM hudi_snapshot('{path}')").fetchall()
