@@ -83,6 +83,21 @@ def test_cow_truncated_base_file(con, fresh_fixture):
     _assert_fails(con, path, latest, COW_LATEST_COMMIT, "damaged")
 
 
+def test_of_several_damaged_base_files_the_first_by_partition_is_named(con, fresh_fixture):
+    """A truncated file and a missing one in two file groups: the read fails naming the file of the
+    first partition, whichever way round the damage is (the same error on every plan)."""
+    for cut, gone in (("10", "30"), ("30", "10")):
+        path = fresh_fixture(COW_V6)
+        truncated = _one(f"{path}/{cut}/*_{COW_LATEST_COMMIT}.parquet")
+        truncated.write_bytes(truncated.read_bytes()[:100])
+        missing = _one(f"{path}/{gone}/*_{COW_LATEST_COMMIT}.parquet")
+        missing.unlink()
+        first, words = (truncated, "damaged") if cut == "10" else (missing, "is missing")
+        with pytest.raises(MissingFileError) as info:
+            _python(path)
+        assert str(first) in str(info.value) and words in str(info.value)
+
+
 def test_time_travel_before_a_missing_file_still_reads(con, fresh_fixture):
     path = fresh_fixture(COW_V6)
     _one(f"{path}/10/*_{COW_LATEST_COMMIT}.parquet").unlink()

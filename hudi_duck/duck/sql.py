@@ -159,13 +159,16 @@ class SqlRenderer:
 
     def _split_prunable(self, slices: list[FileSlice]) -> tuple[dict[str, dict], list[FileSlice], list[FileSlice]]:
         dirs: dict[str, dict] = {}
+        seen: set[str] = set()
         prunable, rest = [], []
         for s in slices:
             values = self._folder_values.get(s.partition_path)
             if values is None:
                 rest.append(s)
             else:
-                dirs[self.plan.location.uri(s.partition_path)] = values
+                if s.partition_path not in seen:  # one URI per folder, not per file
+                    seen.add(s.partition_path)
+                    dirs[self.plan.location.uri(s.partition_path)] = values
                 prunable.append(s)
         return dirs, prunable, rest
 

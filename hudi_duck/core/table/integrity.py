@@ -109,11 +109,22 @@ def check_plan_files(
                 continue
             newest = newest_base.get(group)
             if newest is None or file_instant >= newest[0]:
-                newest_base[group] = (file_instant, _expected_of(written, path, False, instant.requested_time, commit_file))
+                newest_base[group] = (file_instant, name, written, path, instant.requested_time, commit_file)
     if not newest_base and not logs:
         return
+    # the base file read is the one written, of the size written: nothing more to look at (most groups)
+    doubtful = []
+    for group, (_, name, written, path, instant_time, commit_file) in newest_base.items():
+        slice_ = chosen.get(group)
+        base = slice_.base_file if slice_ is not None else None
+        if (
+            base is not None and base.file_name == name and base.partition_path == group[0]
+            and not (written.size and base.size and base.size != written.size)
+        ):
+            continue
+        doubtful.append((group, _expected_of(written, path, False, instant_time, commit_file)))
     cleaned = _cleaned_files(view)
-    for group, (_, expected) in sorted(newest_base.items()):
+    for group, expected in sorted(doubtful):
         _check_base(view, chosen.get(group), expected, cleaned)
     if read_logs:
         for group, expected in logs:
