@@ -198,6 +198,17 @@ def test_many_small_files_are_checked_row_by_row(con, fresh_fixture, monkeypatch
     rows = con.sql(f"SELECT byteField, shortField, count(*) FROM hudi_snapshot('{path}') GROUP BY ALL ORDER BY ALL")
     assert rows.fetchall() == expected
 
+    # files big enough are still proven and read through their folders
+    sizes = {s.base_file.file_name: s.base_file.size for s in hudi_duck.open_table(path).plan().slices}
+    threshold = max(sizes.values())
+    monkeypatch.setattr(sql_module, "_PROOF_MIN_BYTES", threshold)
+    planner.clear_plan_cache()
+    sql = planner.plan_sql("snapshot", path, None, None, {}, values_from_path=True)
+    (hive,) = [b for b in sql.split("\nUNION ALL\n") if "hive_partitioning=true" in b]
+    assert {n for n in sizes if n in hive} == {n for n, size in sizes.items() if size >= threshold}
+    rows = con.sql(f"SELECT byteField, shortField, count(*) FROM hudi_snapshot('{path}') GROUP BY ALL ORDER BY ALL")
+    assert rows.fetchall() == expected
+
     file = sorted(glob.glob(f"{path}/byteField=20/*/*.parquet"))[0]
     original = pq.read_table(file)
     column = original.schema.get_field_index("shortField")

@@ -233,9 +233,11 @@ class SqlRenderer:
         folders = self._hive_folders()
         if not folders:
             return [], slices
+        few = sum(1 for s in slices if s.partition_path in folders) <= _PROVE_ALL_UP_TO
+        if not few and not any(s.base_file is not None and s.base_file.size >= _PROOF_MIN_BYTES for s in slices):
+            return [], slices
         storage = self.plan.location.open()
         hive, rest = [], []
-        few = sum(1 for s in slices if s.partition_path in folders) <= _PROVE_ALL_UP_TO
         for s in slices:
             values = folders.get(s.partition_path)
             if values is not None and s.base_file is not None and self.plan.has_table_schema(s):
