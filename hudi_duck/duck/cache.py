@@ -308,6 +308,29 @@ def write_parquet_batches(schema: pa.Schema, batches: Iterable[pa.RecordBatch], 
     _wrote(path.parent, st.st_size)
 
 
+def write_query_parquet(cursor, query: str, path: str | Path, key: str) -> None:
+    """Write the rows of a DuckDB ``query`` as sealed entry ``key``: DuckDB writes the parquet file
+    (in parallel, without the rows passing through Python) to a temporary name with the seal's
+    place in its footer; it is then hashed from disk, sealed in place and renamed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    seal = f"{key}:{_UNSEALED.decode()}".replace("'", "''")
+    target = str(tmp).replace("'", "''")
+    try:
+        cursor.execute(
+            f"COPY ({query}) TO '{target}' (FORMAT parquet, COMPRESSION zstd, "
+            f"KV_METADATA {{'{_ENTRY_KEY}': '{seal}'}})"
+        )
+        st = _seal_file(tmp, key)
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink(str(tmp))
+        raise
+    _remember(str(path), st, key)
+    _wrote(path.parent, st.st_size)
+
+
 #: rows a streamed entry gathers into one row group (about what ``write_table`` makes)
 _STREAM_ROW_GROUP = 128 * 1024
 

@@ -19,7 +19,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import duckdb
 import numpy as np
@@ -158,8 +158,19 @@ def merge_slice_logs(ctx: SliceReadContext, slice_: FileSlice) -> SliceLogMerge:
     return merge_slices(ctx, [slice_])[0]
 
 
-def merge_slices(ctx: SliceReadContext, slices: Sequence[FileSlice]) -> list[SliceLogMerge]:
+#: The ``base`` relation (base_slice, base_key, base_ordering, base_row) of the given slice numbers,
+#: with the ordering column in the given engine type; by default read per base file with pyarrow.
+BaseRelation = Callable[[list[int], pa.DataType], pa.Table]
+
+
+def merge_slices(
+    ctx: SliceReadContext, slices: Sequence[FileSlice], base_relation: BaseRelation | None = None
+) -> list[SliceLogMerge]:
     """Merge several slices' logs in one DuckDB query (each slice folds on its own).
+
+    ``base_relation`` gives the base keys of an in-memory merge when the caller already holds
+    the base files' rows (a whole-slice merge reads them in DuckDB); a spilled merge reads them
+    itself.
 
     Decoded log records stay in memory while they fit in a quarter of the read's
     ``hoodie.memory.merge.max.size``; past it they go to parquet files in a
@@ -183,7 +194,7 @@ def merge_slices(ctx: SliceReadContext, slices: Sequence[FileSlice]) -> list[Sli
     except BaseException:
         spill.remove()
         raise
-    return _merge_in_memory(ctx, slices, collected, active, spec)
+    return _merge_in_memory(ctx, slices, collected, active, spec, base_relation)
 
 
 @dataclass
@@ -245,13 +256,17 @@ def _merge_in_memory(
     collected: list[_Collected],
     active: list[int],
     spec: EngineOrdering | None,
+    base_relation: BaseRelation | None = None,
 ) -> list[SliceLogMerge]:
     merged = [SliceLogMerge(ctx.schema.empty_table(), [], c.stats, c.skipped) for c in collected]
     if not active:
         return merged
     entries = pa.concat_tables([t for i in active for t in collected[i].entries])
     ordering_type = entries.schema.field(ENTRY_ORDERING).type
-    base = pa.concat_tables([_base_relation(ctx, slices[i], i, ordering_type) for i in active])
+    if base_relation is not None:
+        base = base_relation(active, ordering_type)
+    else:
+        base = pa.concat_tables([_base_relation(ctx, slices[i], i, ordering_type) for i in active])
     cursor = _cursor()
     try:
         cursor.register("entries", entries)
