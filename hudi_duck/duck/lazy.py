@@ -406,14 +406,18 @@ def _split_members(dropped: pa.Table, job_key: str) -> dict[str, np.ndarray]:
     """Dropped rows by slice for a batched job (empty for a job of one slice)."""
     if "slice" not in dropped.column_names or not dropped.num_rows:
         return {}
-    slices = dropped.column("slice")
-    names = pc.unique(slices).to_pylist()
-    if names == [job_key]:
+    slices = dropped.column("slice").combine_chunks()
+    if not pa.types.is_dictionary(slices.type):
+        slices = pc.dictionary_encode(slices)
+    names = slices.dictionary.to_pylist()
+    indices = slices.indices.to_numpy(zero_copy_only=False)
+    if len(np.unique(indices)) == 1 and names[indices[0]] == job_key:
         return {}
-    rows = dropped.column("row")
-    return {
-        name: np.asarray(pc.filter(rows, pc.equal(slices, name)).to_numpy(), dtype=np.int64) for name in names
-    }
+    rows = np.asarray(dropped.column("row").to_numpy(), dtype=np.int64)
+    order = np.argsort(indices, kind="stable")  # each slice's rows keep their order
+    found, starts = np.unique(indices[order], return_index=True)
+    ends = list(starts[1:]) + [len(order)]
+    return {names[int(i)]: rows[order[a:b]] for i, a, b in zip(found, starts, ends)}
 
 
 def _env_int(name: str, default: int) -> int:

@@ -144,12 +144,6 @@ def _base_table(index: int, keys: pa.Array, order: pa.Array | None, ordering_typ
     )
 
 
-def _sorted_rows(rows: pa.ChunkedArray, where: pa.ChunkedArray) -> np.ndarray:
-    """The non-null row numbers where ``where`` holds, ascending."""
-    chosen = pc.drop_null(pc.filter(rows, where))
-    return np.sort(chosen.to_numpy().astype(np.int64, copy=False))
-
-
 def merge_slice_logs(ctx: SliceReadContext, slice_: FileSlice) -> SliceLogMerge:
     """Decide the rows of a slice with logs (base rows to drop, log rows to add) in DuckDB.
 
@@ -258,7 +252,8 @@ def _merge_in_memory(
     spec: EngineOrdering | None,
     base_relation: BaseRelation | None = None,
 ) -> list[SliceLogMerge]:
-    merged = [SliceLogMerge(ctx.schema.empty_table(), [], c.stats, c.skipped) for c in collected]
+    empty = ctx.schema.empty_table()
+    merged = [SliceLogMerge(empty, [], c.stats, c.skipped) for c in collected]
     if not active:
         return merged
     entries = pa.concat_tables([t for i in active for t in collected[i].entries])
@@ -275,16 +270,45 @@ def _merge_in_memory(
     finally:
         cursor.unregister("entries")
         cursor.unregister("base")
+    dropped_of, winners_of = _rows_by_slice(outcome)
+    none = np.empty(0, np.int64)
     for i in active:
-        mine = outcome.filter(pc.equal(outcome.column("slice"), i))
-        survives = mine.column("survives")
-        dropped = _sorted_rows(mine.column("base_row"), pc.invert(survives))
-        winners = _sorted_rows(mine.column("log_row"), pc.and_not(pc.invert(mine.column("is_delete")), survives))
+        dropped, winners = dropped_of.get(i, none), winners_of.get(i, none)
         rows = collected[i].rows
-        log_table = pa.concat_tables(rows) if rows else ctx.schema.empty_table()
-        log_rows = log_table.take(pa.array(winners)) if len(winners) else ctx.schema.empty_table()
+        log_table = pa.concat_tables(rows) if rows else empty
+        log_rows = log_table.take(pa.array(winners)) if len(winners) else empty
         merged[i] = _outcome(merged[i], log_rows, dropped)
     return merged
+
+
+def _rows_by_slice(outcome: pa.Table) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """Each slice's base rows that go and log rows that win (ascending), from the fold's outcome:
+    a base row goes when it meets a winner and does not survive; a log row wins when it is no
+    delete and its base row (if any) does not survive (a null decides nothing)."""
+    slices = outcome.column("slice").to_numpy()
+    survives = outcome.column("survives")
+    is_delete = outcome.column("is_delete")
+    base_rows, log_rows = outcome.column("base_row"), outcome.column("log_row")
+    replaced = _is_false(survives)
+    dropped = replaced & pc.is_valid(base_rows).to_numpy()
+    winners = replaced & _is_false(is_delete) & pc.is_valid(log_rows).to_numpy()
+    return (
+        _group(slices[dropped], pc.fill_null(base_rows, 0).to_numpy()[dropped]),
+        _group(slices[winners], pc.fill_null(log_rows, 0).to_numpy()[winners]),
+    )
+
+
+def _is_false(column: pa.ChunkedArray) -> np.ndarray:
+    return ~pc.fill_null(column, True).to_numpy()
+
+
+def _group(slices: np.ndarray, rows: np.ndarray) -> dict[int, np.ndarray]:
+    """Rows by slice, each ascending."""
+    order = np.lexsort((rows, slices))
+    slices, rows = slices[order], rows[order].astype(np.int64, copy=False)
+    found, starts = np.unique(slices, return_index=True)
+    ends = list(starts[1:]) + [len(slices)]
+    return {int(i): rows[a:b] for i, a, b in zip(found, starts, ends)}
 
 
 def _outcome(merge: SliceLogMerge, log_rows: "pa.Table | SpilledRows", dropped: np.ndarray) -> SliceLogMerge:

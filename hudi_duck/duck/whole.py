@@ -15,6 +15,7 @@ that takes partition values from the folders checks and computes them as it does
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from pathlib import Path
 from typing import Sequence
@@ -94,16 +95,20 @@ def materialize(plan: ReadPlan, ctx: SliceReadContext, slices: Sequence[FileSlic
     )
     winners_file = Path(path).with_name(f".{Path(path).name}.{tag}.winners.tmp")
     merged: list[SliceLogMerge] = []
+    # the base files are read by DuckDB's threads while this one decodes the log blocks
+    reading = _BaseRead(f"CREATE TABLE {table} AS {' UNION ALL '.join(scans)}") if scans else None
     try:
-        if scans:
-            cursor.execute(f"CREATE TEMP TABLE {table} AS {' UNION ALL '.join(scans)}")
         cursor.register(files_view, files)
 
         def base_relation(active: list[int], ordering_type: pa.DataType) -> pa.Table:
+            if reading is not None:
+                reading.wait()
             return _base_relation(cursor, ctx, table if scans else None, files, active, ordering_type)
 
         use_duckdb = ctx.key_generator is None and _ordering_from_duckdb(ctx)
         merged = merge.merge_slices(ctx, slices, base_relation if use_duckdb else None)
+        if reading is not None:
+            reading.wait()
         _write_winners(ctx, slices, merged, winners_file)
         cursor.register(dropped_view, _dropped(uris, merged))
         parts = []
@@ -122,7 +127,8 @@ def materialize(plan: ReadPlan, ctx: SliceReadContext, slices: Sequence[FileSlic
                 cursor.unregister(view)
             except Exception:  # never registered (an earlier step failed)
                 pass
-        if scans:
+        if reading is not None:
+            reading.join()
             cursor.execute(f"DROP TABLE IF EXISTS {table}")
         for outcome in merged:
             if isinstance(outcome.log_rows, merge.SpilledRows):
@@ -132,6 +138,33 @@ def materialize(plan: ReadPlan, ctx: SliceReadContext, slices: Sequence[FileSlic
         except OSError:
             pass
     return merged
+
+
+class _BaseRead:
+    """A DuckDB statement run on its own cursor in a thread (DuckDB releases the GIL while it reads)."""
+
+    def __init__(self, statement: str):
+        self._cursor = merge._cursor().cursor()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(statement,), name="hudi-duck-base-read", daemon=True)
+        self._thread.start()
+
+    def _run(self, statement: str) -> None:
+        try:
+            self._cursor.execute(statement)
+        except BaseException as exc:  # raised where the rows are needed
+            self._error = exc
+        finally:
+            self._cursor.close()
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def wait(self) -> None:
+        """Wait for the statement; its error, if any, is raised here."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
 
 
 def _base_relation(
