@@ -1,9 +1,9 @@
 """Local cache of files the DuckDB layer derives from a table.
 
 DuckDB scans base files where they are; what Python computes (the merged
-log rows of a file slice, the rows a slice drops, empty files carrying a
-schema, the rows of an inspection view) is written here as parquet so DuckDB's
-own reader scans it too. Entries are keyed by content (file names, sizes,
+log rows of a file slice, the rows a slice drops, all rows of tiny slices
+merged whole, empty files carrying a schema, the rows of an inspection view)
+is written here as parquet so DuckDB's own reader scans it too. Entries are keyed by content (file names, sizes,
 timeline state) and shared by every query and process on the machine.
 
 Rules every entry follows:

@@ -8,7 +8,9 @@ first time DuckDB needs its result:
   through an fsspec filesystem registered on the connection; DuckDB opens it
   only if file pruning keeps it;
 * the base rows a slice's logs replace are filtered by the vectorised UDF
-  ``hudi_duck_keep(plan token, filename, row)``, which runs only on rows DuckDB read.
+  ``hudi_duck_keep(plan token, filename, row)``, which runs only on rows DuckDB read;
+* tiny slices batched into one job are merged whole (``whole.py``): the job's file holds every
+  row of its slices, and their base files are not scanned by the query at all.
 
 Results are cached on local disk (``cache.py``: sealed, atomic, bounded) and
 shared across queries and processes. A merge's result records the corrupt log
