@@ -217,3 +217,24 @@ def test_a_new_commit_merges_again(small_spark, table, cache_dir, materialized, 
     assert not diff_rows(after, hudi_rs_read(path))
     fares = dict(zip(after.column("id").to_pylist(), after.column("fare").to_pylist()))
     assert fares["k002"] == 502.0 and fares["k005"] == 505.0
+
+
+def test_tables_behind_urls_batch_without_merging_whole(table, cache_dir, materialized):
+    """The whole merge reads base files with its own DuckDB, which knows no storage options:
+    tables behind URLs keep the merge that scans their base files in the query."""
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    root = "/whole_slices_test/t"
+    if fs.exists(root):
+        fs.rm(root, recursive=True)
+    for folder, _, files in os.walk(table):
+        for file_name in files:
+            src = os.path.join(folder, file_name)
+            with open(src, "rb") as handle:
+                fs.pipe(f"{root}/{os.path.relpath(src, table)}", handle.read())
+    con = hudi_duck.connect(filesystems=[fs])
+    remote = _read(con, f"memory://{root}")
+    states = [s for s in lazy.REGISTRY.plans.values() if s.plan is not None]
+    assert states and all(not s.whole and len(s.jobs) < len(s.slices) for s in states)
+    assert not materialized and not diff_rows(remote, hudi_rs_read(table))

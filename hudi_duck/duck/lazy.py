@@ -45,6 +45,7 @@ import pyarrow.parquet as pq
 from fsspec import AbstractFileSystem
 
 from ..core.errors import HudiError
+from ..core.storage.storage import url_protocol
 from ..core.file_group.file_slice import FileSlice
 from ..core.file_group.log_scanner import SkippedBlock, report_skipped_blocks
 from ..core.file_group.reader import SliceLogMerge, SliceReadContext, corrupt_blocks
@@ -104,10 +105,13 @@ def slice_keys(plan: ReadPlan) -> list[tuple[str, FileSlice]]:
     return [(cache.digest(common, s.slice_id, _slice_files(s)), s) for s in plan.slices_with_logs]
 
 
-def merge_jobs(keyed: list[tuple[str, FileSlice]]) -> tuple[dict[str, tuple[str, ...]], frozenset[str]]:
+def merge_jobs(
+    keyed: list[tuple[str, FileSlice]], whole_ok: bool = True
+) -> tuple[dict[str, tuple[str, ...]], frozenset[str]]:
     """Slice keys merged together, by job key: small slices (in partition order) batched into one
     job when a plan has many, other slices alone (their job key is the slice key); and which
-    batched jobs are merged whole (their slices' base files are tiny)."""
+    batched jobs are merged whole (their slices' base files are tiny; ``whole_ok``: the merge's
+    DuckDB can read the table's files, which are local)."""
     small = [key for key, s in keyed if _log_bytes(s) <= SMALL_SLICE_LOG_BYTES]
     if len(small) < GROUP_MIN_SLICES:
         return {key: (key,) for key, _ in keyed}, frozenset()
@@ -118,7 +122,7 @@ def merge_jobs(keyed: list[tuple[str, FileSlice]]) -> tuple[dict[str, tuple[str,
         if _log_bytes(s) > SMALL_SLICE_LOG_BYTES:
             jobs[key] = (key,)
             continue
-        batches[_base_bytes(s) <= WHOLE_MAX_BASE_BYTES].add(key, s, jobs, whole)
+        batches[whole_ok and _base_bytes(s) <= WHOLE_MAX_BASE_BYTES].add(key, s, jobs, whole)
     for batch in batches.values():
         batch.close(jobs, whole)
     return jobs, frozenset(whole)
@@ -224,7 +228,7 @@ class PlanState:
     def of(cls, plan: ReadPlan, shown: bool = True) -> "PlanState":
         keyed = slice_keys(plan)
         base_files = {plan.location.uri(s.base_file.path): key for key, s in keyed if s.base_file is not None}
-        jobs, whole_jobs = merge_jobs(keyed)
+        jobs, whole_jobs = merge_jobs(keyed, url_protocol(plan.location.base_uri) in ("file", "local"))
         job_of = {member: job for job, members in jobs.items() for member in members}
         label = f"hudi_{plan.query_type.value} {plan.base_uri}"
         shown_progress = progress_line.for_plan(label, len(jobs)) if shown else None
