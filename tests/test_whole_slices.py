@@ -238,3 +238,22 @@ def test_tables_behind_urls_batch_without_merging_whole(table, cache_dir, materi
     states = [s for s in lazy.REGISTRY.plans.values() if s.plan is not None]
     assert states and all(not s.whole and len(s.jobs) < len(s.slices) for s in states)
     assert not materialized and not diff_rows(remote, hudi_rs_read(table))
+
+
+def test_the_merge_budget_bounds_whole_jobs(table, cache_dir, materialized):
+    """A job merged whole holds at most a quarter of the read's merge budget of base files: a smaller
+    budget merges the slices in more jobs, and a budget of nothing merges none whole."""
+    base_bytes = sum(os.path.getsize(f) for f in glob.glob(f"{table}/*/*.parquet"))
+    con = hudi_duck.connect()
+    expected = hudi_rs_read(table)
+    budget = 4 * (base_bytes // 2)  # room for about half the base files per job
+    got = _read(con, table, memory_merge_max_size=str(budget))
+    (state,) = [s for s in lazy.REGISTRY.plans.values() if s.plan is not None]
+    assert len(state.whole) >= 2 and len(materialized) == len(state.whole)
+    assert all(sum(state.slices[k].base_file.size for k in state.jobs[j] if state.slices[k].base_file) <= budget // 4
+               for j in state.whole)
+    assert not diff_rows(got, expected)
+    _forget_plans()
+    got = _read(con, table, memory_merge_max_size="0")
+    states = [s for s in lazy.REGISTRY.plans.values() if s.plan is not None and not s.whole]
+    assert states and len(materialized) == len(state.whole) and not diff_rows(got, expected)

@@ -49,7 +49,7 @@ from ..core.storage.storage import url_protocol
 from ..core.file_group.file_slice import FileSlice
 from ..core.file_group.log_scanner import SkippedBlock, report_skipped_blocks
 from ..core.file_group.reader import SliceLogMerge, SliceReadContext, corrupt_blocks
-from .merge import SpilledRows, merge_slice_logs, merge_slices
+from .merge import HELD_SHARE, SpilledRows, merge_slice_logs, merge_slices
 from ..core.table.read_plan import ReadPlan, digest_of
 from . import cache, progress as progress_line
 from . import whole as whole_slices
@@ -81,7 +81,8 @@ GROUP_MAX_SLICES = 1024
 GROUP_MIN_SLICES = 32
 #: Batched slices whose base file is at most this size are merged whole (``whole.py``): the job's
 #: cache entry holds every row of its slices, and the snapshot reads no base file of theirs. Such
-#: a job holds at most ``WHOLE_JOB_BASE_BYTES`` of base files (their rows pass through memory).
+#: a job holds at most ``WHOLE_JOB_BASE_BYTES`` of base files, and no more than the share of the read's
+#: merge budget a merge holds in memory (their rows pass through memory; a smaller budget merges less whole).
 WHOLE_MAX_BASE_BYTES = 2 * 1024**2
 WHOLE_JOB_BASE_BYTES = 256 * 1024**2
 
@@ -106,23 +107,24 @@ def slice_keys(plan: ReadPlan) -> list[tuple[str, FileSlice]]:
 
 
 def merge_jobs(
-    keyed: list[tuple[str, FileSlice]], whole_ok: bool = True
+    keyed: list[tuple[str, FileSlice]], whole_bytes: int = WHOLE_JOB_BASE_BYTES
 ) -> tuple[dict[str, tuple[str, ...]], frozenset[str]]:
     """Slice keys merged together, by job key: small slices (in partition order) batched into one
     job when a plan has many, other slices alone (their job key is the slice key); and which
-    batched jobs are merged whole (their slices' base files are tiny; ``whole_ok``: the merge's
-    DuckDB can read the table's files, which are local)."""
+    batched jobs are merged whole: their slices' base files are tiny, at most ``whole_bytes`` of
+    them per job (0: none merged whole)."""
     small = [key for key, s in keyed if _log_bytes(s) <= SMALL_SLICE_LOG_BYTES]
     if len(small) < GROUP_MIN_SLICES:
         return {key: (key,) for key, _ in keyed}, frozenset()
     jobs: dict[str, tuple[str, ...]] = {}
     whole: set[str] = set()
-    batches = {False: _Batch("slices", GROUP_LOG_BYTES, None), True: _Batch("whole-slices", GROUP_LOG_BYTES, WHOLE_JOB_BASE_BYTES)}
+    batches = {False: _Batch("slices", GROUP_LOG_BYTES, None), True: _Batch("whole-slices", GROUP_LOG_BYTES, whole_bytes)}
+    tiny = min(WHOLE_MAX_BASE_BYTES, whole_bytes)
     for key, s in sorted(keyed, key=lambda item: (item[1].partition_path, item[1].file_id, item[0])):
         if _log_bytes(s) > SMALL_SLICE_LOG_BYTES:
             jobs[key] = (key,)
             continue
-        batches[whole_ok and _base_bytes(s) <= WHOLE_MAX_BASE_BYTES].add(key, s, jobs, whole)
+        batches[whole_bytes > 0 and _base_bytes(s) <= tiny].add(key, s, jobs, whole)
     for batch in batches.values():
         batch.close(jobs, whole)
     return jobs, frozenset(whole)
@@ -160,6 +162,14 @@ class _Batch:
             if self.max_base_bytes is not None:
                 whole.add(job)
         self.keys, self.log_bytes, self.base_bytes = [], 0, 0
+
+
+def _whole_bytes(plan: ReadPlan) -> int:
+    """Base file bytes a whole merged job of the plan may hold: none for tables behind URLs (the
+    merge's own DuckDB reads the base files, and knows no storage options)."""
+    if url_protocol(plan.location.base_uri) not in ("file", "local"):
+        return 0
+    return min(WHOLE_JOB_BASE_BYTES, plan.options.merge_memory.max_size // HELD_SHARE)
 
 
 def _base_bytes(s: FileSlice) -> int:
@@ -228,7 +238,7 @@ class PlanState:
     def of(cls, plan: ReadPlan, shown: bool = True) -> "PlanState":
         keyed = slice_keys(plan)
         base_files = {plan.location.uri(s.base_file.path): key for key, s in keyed if s.base_file is not None}
-        jobs, whole_jobs = merge_jobs(keyed, url_protocol(plan.location.base_uri) in ("file", "local"))
+        jobs, whole_jobs = merge_jobs(keyed, _whole_bytes(plan))
         job_of = {member: job for job, members in jobs.items() for member in members}
         label = f"hudi_{plan.query_type.value} {plan.base_uri}"
         shown_progress = progress_line.for_plan(label, len(jobs)) if shown else None
