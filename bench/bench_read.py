@@ -246,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--build-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--build-many-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--no-many", action="store_true", help="leave out the 500-partition / 1,000-slice MOR table")
+    ap.add_argument("--only-many", action="store_true",
+                    help="run only the 500-partition / 1,000-slice MOR table (and its hudi-rs baseline)")
     args = ap.parse_args(argv)
 
     root = Path(args.data_dir) / (f"read-{args.rows}" + ("" if args.log_block_format == "avro" else f"-{args.log_block_format}log"))
@@ -259,10 +261,16 @@ def main(argv: list[str] | None = None) -> int:
         (root / "manifest.json").write_text(json.dumps(manifest, indent=2))
         return 0
 
+    if args.only_many and args.no_many:
+        ap.error("--only-many and --no-many leave nothing to run")
     started = time.perf_counter()
-    manifest = ensure_tables(args, root)
-    cow, mor = manifest["tables"]["cow"]["path"], manifest["tables"]["mor"]["path"]
-    mor_compacted = manifest["tables"]["mor_compacted"]["path"]
+    if args.only_many:
+        manifest: dict[str, Any] = {}
+        cow = mor = mor_compacted = None
+    else:
+        manifest = ensure_tables(args, root)
+        cow, mor = manifest["tables"]["cow"]["path"], manifest["tables"]["mor"]["path"]
+        mor_compacted = manifest["tables"]["mor_compacted"]["path"]
     many = None if args.no_many else ensure_many(args, many_root)["path"]
 
     cache_dir = root / "hudi-duck-cache"
@@ -287,9 +295,11 @@ def main(argv: list[str] | None = None) -> int:
 
     # latest base files (what a snapshot of COW / read-optimized MOR reads)
     con = hudi_duck.connect()
-    latest: dict[str, list[str]] = {}
+    latest: dict[str, list[str]] = {"cow": [], "mor": []}
     slices: dict[str, dict[str, int]] = {}
-    for label, path in (("cow", cow), ("mor", mor)):
+    for label, path in (("cow", cow), ("mor", mor), ("many", many)):
+        if path is None:
+            continue
         rows = con.sql(
             f"SELECT partition_path, base_file, num_log_files FROM hudi_file_slices('{path}') ORDER BY ALL"
         ).fetchall()
@@ -356,6 +366,12 @@ def main(argv: list[str] | None = None) -> int:
     queries = [q.strip() for q in args.queries.split(",") if q.strip()]
     cases: dict[tuple[str, str], Case] = {}
     for q in queries:
+        if args.only_many:
+            if q != "part":
+                cases[("many_snapshot", q)] = sql_case(f"hudi_snapshot(500 partitions) {q}", "many_snapshot", q, True)
+                if not args.no_hudi_rs:
+                    cases[("many_hudi_rs", q)] = hudi_rs_case(f"hudi-rs read + DuckDB (500 partitions) {q}", q, many)
+            continue
         cases[("cow_snapshot", q)] = sql_case(f"hudi_snapshot(cow) {q}", "cow_snapshot", q, True)
         cases[("cow_parquet", q)] = sql_case(f"read_parquet(cow base) {q}", "cow_parquet", q, False)
         if q == "part":
@@ -375,7 +391,8 @@ def main(argv: list[str] | None = None) -> int:
     hudi_rs_error = None
     if not args.no_hudi_rs:
         try:
-            cases[("hudi_rs", queries[0])].measure(0)
+            probe = [c for k, c in cases.items() if k[0] in ("hudi_rs", "many_hudi_rs")][0]
+            probe.measure(0)
             for c in cases.values():
                 if c.name.startswith("hudi-rs"):
                     c.cold.seconds.clear()
@@ -387,12 +404,12 @@ def main(argv: list[str] | None = None) -> int:
                 del cases[key]
 
     # planning alone (no DuckDB execution): what every hudi_* query pays at bind time
-    plan_tables = {"cow": cow, "mor": mor, **({"many": many} if many else {})}
+    plan_tables = {k: v for k, v in (("cow", cow), ("mor", mor), ("many", many)) if v}
     plan_samples = {label: Samples(f"plan {label}") for label in plan_tables}
     if many and not args.no_hudi_rs:
         plan_samples["many (hudi-rs file slices)"] = Samples("plan many (hudi-rs file slices)")
 
-    print(f"# read benchmark: {args.rows:,} rows; COW {slices['cow']}, MOR {slices['mor']}; "
+    print(f"# read benchmark: {args.rows:,} rows; " + ", ".join(f"{k} {v}" for k, v in slices.items()) + "; "
           f"{args.repeat} cold runs x (1 + {args.warm} warm) per case", flush=True)
     case_list = list(cases.values())
     for r in range(args.repeat):

@@ -1,9 +1,9 @@
 """Local cache of files the DuckDB layer derives from a table.
 
 DuckDB scans base files where they are; what Python computes (the merged
-log rows of a file slice, the rows a slice drops, empty files carrying a
-schema, the rows of an inspection view) is written here as parquet so DuckDB's
-own reader scans it too. Entries are keyed by content (file names, sizes,
+log rows of a file slice, the rows a slice drops, all rows of tiny slices
+merged whole, empty files carrying a schema, the rows of an inspection view)
+is written here as parquet so DuckDB's own reader scans it too. Entries are keyed by content (file names, sizes,
 timeline state) and shared by every query and process on the machine.
 
 Rules every entry follows:
@@ -299,6 +299,29 @@ def write_parquet_batches(schema: pa.Schema, batches: Iterable[pa.RecordBatch], 
             for table in _row_groups(schema, batches):
                 writer.write_table(table)
             writer.add_key_value_metadata({_ENTRY_KEY: f"{key}:{_UNSEALED.decode()}"})
+        st = _seal_file(tmp, key)
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink(str(tmp))
+        raise
+    _remember(str(path), st, key)
+    _wrote(path.parent, st.st_size)
+
+
+def write_query_parquet(cursor, query: str, path: str | Path, key: str) -> None:
+    """Write the rows of a DuckDB ``query`` as sealed entry ``key``: DuckDB writes the parquet file
+    (in parallel, without the rows passing through Python) to a temporary name with the seal's
+    place in its footer; it is then hashed from disk, sealed in place and renamed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    seal = f"{key}:{_UNSEALED.decode()}".replace("'", "''")
+    target = str(tmp).replace("'", "''")
+    try:
+        cursor.execute(
+            f"COPY ({query}) TO '{target}' (FORMAT parquet, COMPRESSION zstd, "
+            f"KV_METADATA {{'{_ENTRY_KEY}': '{seal}'}})"
+        )
         st = _seal_file(tmp, key)
         os.replace(tmp, path)
     except BaseException:

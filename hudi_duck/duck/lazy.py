@@ -8,7 +8,9 @@ first time DuckDB needs its result:
   through an fsspec filesystem registered on the connection; DuckDB opens it
   only if file pruning keeps it;
 * the base rows a slice's logs replace are filtered by the vectorised UDF
-  ``hudi_duck_keep(plan token, filename, row)``, which runs only on rows DuckDB read.
+  ``hudi_duck_keep(plan token, filename, row)``, which runs only on rows DuckDB read;
+* tiny slices batched into one job are merged whole (``whole.py``): the job's file holds every
+  row of its slices, and their base files are not scanned by the query at all.
 
 Results are cached on local disk (``cache.py``: sealed, atomic, bounded) and
 shared across queries and processes. A merge's result records the corrupt log
@@ -43,12 +45,14 @@ import pyarrow.parquet as pq
 from fsspec import AbstractFileSystem
 
 from ..core.errors import HudiError
+from ..core.storage.storage import url_protocol
 from ..core.file_group.file_slice import FileSlice
 from ..core.file_group.log_scanner import SkippedBlock, report_skipped_blocks
 from ..core.file_group.reader import SliceLogMerge, SliceReadContext, corrupt_blocks
-from .merge import SpilledRows, merge_slice_logs, merge_slices
+from .merge import HELD_SHARE, SpilledRows, merge_slice_logs, merge_slices
 from ..core.table.read_plan import ReadPlan, digest_of
 from . import cache, progress as progress_line
+from . import whole as whole_slices
 from .progress import MergeProgress, clear_line
 
 log = logging.getLogger("hudi_duck")
@@ -75,6 +79,12 @@ GROUP_MAX_SLICES = 1024
 #: Batching starts at this many small slices in a plan; below it each slice keeps its own job, so a
 #: partition filter never merges a pruned slice.
 GROUP_MIN_SLICES = 32
+#: Batched slices whose base file is at most this size are merged whole (``whole.py``): the job's
+#: cache entry holds every row of its slices, and the snapshot reads no base file of theirs. Such
+#: a job holds at most ``WHOLE_JOB_BASE_BYTES`` of base files, and no more than the share of the read's
+#: merge budget a merge holds in memory (their rows pass through memory; a smaller budget merges less whole).
+WHOLE_MAX_BASE_BYTES = 2 * 1024**2
+WHOLE_JOB_BASE_BYTES = 256 * 1024**2
 
 
 def slice_keys(plan: ReadPlan) -> list[tuple[str, FileSlice]]:
@@ -96,35 +106,74 @@ def slice_keys(plan: ReadPlan) -> list[tuple[str, FileSlice]]:
     return [(cache.digest(common, s.slice_id, _slice_files(s)), s) for s in plan.slices_with_logs]
 
 
-def merge_jobs(keyed: list[tuple[str, FileSlice]]) -> dict[str, tuple[str, ...]]:
+def merge_jobs(
+    keyed: list[tuple[str, FileSlice]], whole_bytes: int = WHOLE_JOB_BASE_BYTES
+) -> tuple[dict[str, tuple[str, ...]], frozenset[str]]:
     """Slice keys merged together, by job key: small slices (in partition order) batched into one
-    job when a plan has many, other slices alone (their job key is the slice key)."""
+    job when a plan has many, other slices alone (their job key is the slice key); and which
+    batched jobs are merged whole: their slices' base files are tiny, at most ``whole_bytes`` of
+    them per job (0: none merged whole)."""
     small = [key for key, s in keyed if _log_bytes(s) <= SMALL_SLICE_LOG_BYTES]
     if len(small) < GROUP_MIN_SLICES:
-        return {key: (key,) for key, _ in keyed}
+        return {key: (key,) for key, _ in keyed}, frozenset()
     jobs: dict[str, tuple[str, ...]] = {}
-    batch: list[str] = []
-    batch_bytes = 0
-
-    def close() -> None:
-        nonlocal batch, batch_bytes
-        if len(batch) == 1:
-            jobs[batch[0]] = (batch[0],)
-        elif batch:
-            jobs[cache.digest("slices", *batch)] = tuple(batch)
-        batch, batch_bytes = [], 0
-
+    whole: set[str] = set()
+    batches = {False: _Batch("slices", GROUP_LOG_BYTES, None), True: _Batch("whole-slices", GROUP_LOG_BYTES, whole_bytes)}
+    tiny = min(WHOLE_MAX_BASE_BYTES, whole_bytes)
     for key, s in sorted(keyed, key=lambda item: (item[1].partition_path, item[1].file_id, item[0])):
-        log_bytes = _log_bytes(s)
-        if log_bytes > SMALL_SLICE_LOG_BYTES:
+        if _log_bytes(s) > SMALL_SLICE_LOG_BYTES:
             jobs[key] = (key,)
             continue
-        if batch and (batch_bytes + log_bytes > GROUP_LOG_BYTES or len(batch) >= GROUP_MAX_SLICES):
-            close()
-        batch.append(key)
-        batch_bytes += log_bytes
-    close()
-    return jobs
+        batches[whole_bytes > 0 and _base_bytes(s) <= tiny].add(key, s, jobs, whole)
+    for batch in batches.values():
+        batch.close(jobs, whole)
+    return jobs, frozenset(whole)
+
+
+@dataclass
+class _Batch:
+    """Small slices gathered into one merge job, up to a size in log files (and in base files)."""
+
+    kind: str
+    max_log_bytes: int
+    max_base_bytes: int | None
+    keys: list[str] = field(default_factory=list)
+    log_bytes: int = 0
+    base_bytes: int = 0
+
+    def add(self, key: str, s: FileSlice, jobs: dict[str, tuple[str, ...]], whole: set[str]) -> None:
+        log_bytes, base_bytes = _log_bytes(s), _base_bytes(s)
+        full = self.log_bytes + log_bytes > self.max_log_bytes or len(self.keys) >= GROUP_MAX_SLICES
+        if self.max_base_bytes is not None:
+            full = full or self.base_bytes + base_bytes > self.max_base_bytes
+        if self.keys and full:
+            self.close(jobs, whole)
+        self.keys.append(key)
+        self.log_bytes += log_bytes
+        self.base_bytes += base_bytes
+
+    def close(self, jobs: dict[str, tuple[str, ...]], whole: set[str]) -> None:
+        """A batch of one slice is a job of its own (merged as any slice alone)."""
+        if len(self.keys) == 1:
+            jobs[self.keys[0]] = (self.keys[0],)
+        elif self.keys:
+            job = cache.digest(self.kind, *self.keys)
+            jobs[job] = tuple(self.keys)
+            if self.max_base_bytes is not None:
+                whole.add(job)
+        self.keys, self.log_bytes, self.base_bytes = [], 0, 0
+
+
+def _whole_bytes(plan: ReadPlan) -> int:
+    """Base file bytes a whole merged job of the plan may hold: none for tables behind URLs (the
+    merge's own DuckDB reads the base files, and knows no storage options)."""
+    if url_protocol(plan.location.base_uri) not in ("file", "local"):
+        return 0
+    return min(WHOLE_JOB_BASE_BYTES, plan.options.merge_memory.max_size // HELD_SHARE)
+
+
+def _base_bytes(s: FileSlice) -> int:
+    return max(s.base_file.size, 0) if s.base_file is not None else 0
 
 
 def _log_bytes(s: FileSlice) -> int:
@@ -153,6 +202,15 @@ def merge_group(state: "PlanState", key: str) -> list[tuple[str, SliceLogMerge]]
     return list(zip(members, merged))
 
 
+def merge_whole(state: "PlanState", key: str, path: str, name: str) -> list[tuple[str, SliceLogMerge]]:
+    """Merge the slices of whole job ``key`` and write all their rows as cache entry ``name``."""
+    members = state.jobs[key]
+    if state.plan is None:
+        raise HudiError("hudi-duck: this plan has no table to read")
+    merged = whole_slices.materialize(state.plan, state.context(), [state.slice(k) for k in members], path, name)
+    return list(zip(members, merged))
+
+
 def find_corrupt_blocks(state: "PlanState", key: str) -> list[SkippedBlock]:
     """The corrupt blocks a merge of job ``key`` would skip, from the log framing alone."""
     found: list[SkippedBlock] = []
@@ -172,6 +230,7 @@ class PlanState:
     slices: dict[str, FileSlice] = field(default_factory=dict)  # slice key -> slice
     jobs: dict[str, tuple[str, ...]] = field(default_factory=dict)  # job key -> its slice keys
     job_of: dict[str, str] = field(default_factory=dict)  # slice key -> job key
+    whole: frozenset[str] = frozenset()  # job keys merged whole (``whole.py``)
     _context: SliceReadContext | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -179,11 +238,11 @@ class PlanState:
     def of(cls, plan: ReadPlan, shown: bool = True) -> "PlanState":
         keyed = slice_keys(plan)
         base_files = {plan.location.uri(s.base_file.path): key for key, s in keyed if s.base_file is not None}
-        jobs = merge_jobs(keyed)
+        jobs, whole_jobs = merge_jobs(keyed, _whole_bytes(plan))
         job_of = {member: job for job, members in jobs.items() for member in members}
         label = f"hudi_{plan.query_type.value} {plan.base_uri}"
         shown_progress = progress_line.for_plan(label, len(jobs)) if shown else None
-        return cls(base_files, plan.options.strict, shown_progress, plan, dict(keyed), jobs, job_of)
+        return cls(base_files, plan.options.strict, shown_progress, plan, dict(keyed), jobs, job_of, whole_jobs)
 
     def context(self) -> SliceReadContext:
         with self._lock:
@@ -321,13 +380,16 @@ class SliceJob:
             shown.finished(self.key, merged=True)
 
     def _merge(self, state: PlanState) -> None:
-        merged = merge_group(state, self.key)
-        try:
-            self._write_logrows([m.log_rows for _, m in merged])
-        finally:
-            for _, m in merged:
-                if isinstance(m.log_rows, SpilledRows):
-                    m.log_rows.release()
+        if self.key in state.whole:  # the rows file holds every row of the job's slices
+            merged = merge_whole(state, self.key, self.logrows_file, f"{self.key}.logrows")
+        else:
+            merged = merge_group(state, self.key)
+            try:
+                self._write_logrows([m.log_rows for _, m in merged])
+            finally:
+                for _, m in merged:
+                    if isinstance(m.log_rows, SpilledRows):
+                        m.log_rows.release()
         # each member's rows sorted, its name once (dictionary-encoded): no Python object per row
         rows = [np.sort(np.asarray(outcome.dropped_base_rows, dtype=np.int64)) for _, outcome in merged]
         members = np.repeat(np.arange(len(merged), dtype=np.int32), [len(r) for r in rows])
@@ -360,14 +422,18 @@ def _split_members(dropped: pa.Table, job_key: str) -> dict[str, np.ndarray]:
     """Dropped rows by slice for a batched job (empty for a job of one slice)."""
     if "slice" not in dropped.column_names or not dropped.num_rows:
         return {}
-    slices = dropped.column("slice")
-    names = pc.unique(slices).to_pylist()
-    if names == [job_key]:
+    slices = dropped.column("slice").combine_chunks()
+    if not pa.types.is_dictionary(slices.type):
+        slices = pc.dictionary_encode(slices)
+    names = slices.dictionary.to_pylist()
+    indices = slices.indices.to_numpy(zero_copy_only=False)
+    if len(np.unique(indices)) == 1 and names[indices[0]] == job_key:
         return {}
-    rows = dropped.column("row")
-    return {
-        name: np.asarray(pc.filter(rows, pc.equal(slices, name)).to_numpy(), dtype=np.int64) for name in names
-    }
+    rows = np.asarray(dropped.column("row").to_numpy(), dtype=np.int64)
+    order = np.argsort(indices, kind="stable")  # each slice's rows keep their order
+    found, starts = np.unique(indices[order], return_index=True)
+    ends = list(starts[1:]) + [len(order)]
+    return {names[int(i)]: rows[order[a:b]] for i, a, b in zip(found, starts, ends)}
 
 
 def _env_int(name: str, default: int) -> int:

@@ -19,7 +19,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import duckdb
 import numpy as np
@@ -144,12 +144,6 @@ def _base_table(index: int, keys: pa.Array, order: pa.Array | None, ordering_typ
     )
 
 
-def _sorted_rows(rows: pa.ChunkedArray, where: pa.ChunkedArray) -> np.ndarray:
-    """The non-null row numbers where ``where`` holds, ascending."""
-    chosen = pc.drop_null(pc.filter(rows, where))
-    return np.sort(chosen.to_numpy().astype(np.int64, copy=False))
-
-
 def merge_slice_logs(ctx: SliceReadContext, slice_: FileSlice) -> SliceLogMerge:
     """Decide the rows of a slice with logs (base rows to drop, log rows to add) in DuckDB.
 
@@ -158,8 +152,19 @@ def merge_slice_logs(ctx: SliceReadContext, slice_: FileSlice) -> SliceLogMerge:
     return merge_slices(ctx, [slice_])[0]
 
 
-def merge_slices(ctx: SliceReadContext, slices: Sequence[FileSlice]) -> list[SliceLogMerge]:
+#: The ``base`` relation (base_slice, base_key, base_ordering, base_row) of the given slice numbers,
+#: with the ordering column in the given engine type; by default read per base file with pyarrow.
+BaseRelation = Callable[[list[int], pa.DataType], pa.Table]
+
+
+def merge_slices(
+    ctx: SliceReadContext, slices: Sequence[FileSlice], base_relation: BaseRelation | None = None
+) -> list[SliceLogMerge]:
     """Merge several slices' logs in one DuckDB query (each slice folds on its own).
+
+    ``base_relation`` gives the base keys of an in-memory merge when the caller already holds
+    the base files' rows (a whole-slice merge reads them in DuckDB); a spilled merge reads them
+    itself.
 
     Decoded log records stay in memory while they fit in a quarter of the read's
     ``hoodie.memory.merge.max.size``; past it they go to parquet files in a
@@ -183,7 +188,7 @@ def merge_slices(ctx: SliceReadContext, slices: Sequence[FileSlice]) -> list[Sli
     except BaseException:
         spill.remove()
         raise
-    return _merge_in_memory(ctx, slices, collected, active, spec)
+    return _merge_in_memory(ctx, slices, collected, active, spec, base_relation)
 
 
 @dataclass
@@ -245,13 +250,18 @@ def _merge_in_memory(
     collected: list[_Collected],
     active: list[int],
     spec: EngineOrdering | None,
+    base_relation: BaseRelation | None = None,
 ) -> list[SliceLogMerge]:
-    merged = [SliceLogMerge(ctx.schema.empty_table(), [], c.stats, c.skipped) for c in collected]
+    empty = ctx.schema.empty_table()
+    merged = [SliceLogMerge(empty, [], c.stats, c.skipped) for c in collected]
     if not active:
         return merged
     entries = pa.concat_tables([t for i in active for t in collected[i].entries])
     ordering_type = entries.schema.field(ENTRY_ORDERING).type
-    base = pa.concat_tables([_base_relation(ctx, slices[i], i, ordering_type) for i in active])
+    if base_relation is not None:
+        base = base_relation(active, ordering_type)
+    else:
+        base = pa.concat_tables([_base_relation(ctx, slices[i], i, ordering_type) for i in active])
     cursor = _cursor()
     try:
         cursor.register("entries", entries)
@@ -260,16 +270,45 @@ def _merge_in_memory(
     finally:
         cursor.unregister("entries")
         cursor.unregister("base")
+    dropped_of, winners_of = _rows_by_slice(outcome)
+    none = np.empty(0, np.int64)
     for i in active:
-        mine = outcome.filter(pc.equal(outcome.column("slice"), i))
-        survives = mine.column("survives")
-        dropped = _sorted_rows(mine.column("base_row"), pc.invert(survives))
-        winners = _sorted_rows(mine.column("log_row"), pc.and_not(pc.invert(mine.column("is_delete")), survives))
+        dropped, winners = dropped_of.get(i, none), winners_of.get(i, none)
         rows = collected[i].rows
-        log_table = pa.concat_tables(rows) if rows else ctx.schema.empty_table()
-        log_rows = log_table.take(pa.array(winners)) if len(winners) else ctx.schema.empty_table()
+        log_table = pa.concat_tables(rows) if rows else empty
+        log_rows = log_table.take(pa.array(winners)) if len(winners) else empty
         merged[i] = _outcome(merged[i], log_rows, dropped)
     return merged
+
+
+def _rows_by_slice(outcome: pa.Table) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """Each slice's base rows that go and log rows that win (ascending), from the fold's outcome:
+    a base row goes when it meets a winner and does not survive; a log row wins when it is no
+    delete and its base row (if any) does not survive (a null decides nothing)."""
+    slices = outcome.column("slice").to_numpy()
+    survives = outcome.column("survives")
+    is_delete = outcome.column("is_delete")
+    base_rows, log_rows = outcome.column("base_row"), outcome.column("log_row")
+    replaced = _is_false(survives)
+    dropped = replaced & pc.is_valid(base_rows).to_numpy()
+    winners = replaced & _is_false(is_delete) & pc.is_valid(log_rows).to_numpy()
+    return (
+        _group(slices[dropped], pc.fill_null(base_rows, 0).to_numpy()[dropped]),
+        _group(slices[winners], pc.fill_null(log_rows, 0).to_numpy()[winners]),
+    )
+
+
+def _is_false(column: pa.ChunkedArray) -> np.ndarray:
+    return ~pc.fill_null(column, True).to_numpy()
+
+
+def _group(slices: np.ndarray, rows: np.ndarray) -> dict[int, np.ndarray]:
+    """Rows by slice, each ascending."""
+    order = np.lexsort((rows, slices))
+    slices, rows = slices[order], rows[order].astype(np.int64, copy=False)
+    found, starts = np.unique(slices, return_index=True)
+    ends = list(starts[1:]) + [len(slices)]
+    return {int(i): rows[a:b] for i, a, b in zip(found, starts, ends)}
 
 
 def _outcome(merge: SliceLogMerge, log_rows: "pa.Table | SpilledRows", dropped: np.ndarray) -> SliceLogMerge:

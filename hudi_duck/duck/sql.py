@@ -31,6 +31,7 @@ from ..core.storage.storage import url_protocol
 from ..core.table.filters import ColumnFilter
 from ..core.table.read_plan import ReadPlan
 from . import cache, lazy
+from . import whole as whole_slices
 
 FILENAME_COL = "_hd_filename"
 #: Above this many partition folders, a folder's values are looked up in a MAP instead of a CASE.
@@ -101,13 +102,19 @@ class SqlRenderer:
         """Output columns, in the table schema's order."""
         return ", ".join(quote_ident(f.name) for f in self.schema)
 
-    def _branch(self, scan: str, partition_dirs: dict[str, dict] | None, *conditions: str) -> str:
+    def _branch(
+        self, scan: str, partition_dirs: dict[str, dict] | None, *conditions: str, folder: str | None = None,
+        others_stored: bool = False,
+    ) -> str:
         """One ``SELECT`` over ``scan``; partition columns of prunable files come from the path.
 
         Taking a partition value from the file's folder (as Hive and Hudi's
         partition pruning do) lets DuckDB skip whole files on a partition filter
         without opening them. The folder value is computed once per row, in an
         inner projection, and the file's own value is kept beside it for the guard.
+        ``folder`` is the SQL of a row's folder (default: the folder of its file);
+        with ``others_stored`` rows of folders not in ``partition_dirs`` keep their
+        stored values.
         """
         if not partition_dirs:
             return f"SELECT {self._projection()} FROM {scan}{self._where_with(*conditions)}"
@@ -115,7 +122,11 @@ class SqlRenderer:
         for fld in self.schema:
             name = quote_ident(fld.name)
             if fld.name in self.plan.partition_columns:
-                inner.append(f"{self._folder_value_sql(fld.name, partition_dirs)} AS {name}")
+                value = self._folder_value_sql(fld.name, partition_dirs, folder)
+                if others_stored:
+                    known = ", ".join(quote_literal(d) for d in sorted(partition_dirs))
+                    value = f"(CASE WHEN {folder} IN ({known}) THEN {value} ELSE {name} END)"
+                inner.append(f"{value} AS {name}")
                 inner.append(f"{name} AS {quote_ident(STORED_PREFIX + fld.name)}")
             else:
                 inner.append(name)
@@ -143,9 +154,9 @@ class SqlRenderer:
         )
         return f"(CASE WHEN {' AND '.join(checks)} THEN true ELSE error({message}) END)"
 
-    def _folder_value_sql(self, name: str, partition_dirs: dict[str, dict]) -> str:
+    def _folder_value_sql(self, name: str, partition_dirs: dict[str, dict], folder: str | None = None) -> str:
         fld = self.schema.field(name)
-        folder = f"parse_dirpath({quote_ident(FILENAME_COL)})"
+        folder = folder or f"parse_dirpath({quote_ident(FILENAME_COL)})"
         if len(partition_dirs) > MAX_CASE_FOLDERS:  # one hash lookup, not a comparison per folder
             entries = ", ".join(
                 f"{quote_literal(d)}: CAST({_sql_literal(values[name])} AS {_duckdb_type(fld.type)})"
@@ -204,13 +215,7 @@ class SqlRenderer:
         return groups
 
     def _scan(self, files: list[str], evolved: bool, with_rows: bool = False) -> str:
-        options = [f"filename={quote_literal(FILENAME_COL)}"]
-        if evolved:
-            options.append("union_by_name=true")
-        if with_rows:
-            options.append("file_row_number=true")
-        paths = [cache.schema_file(self.schema)] + files
-        return f"read_parquet({list_literal(paths)}, {', '.join(options)})"
+        return scan_sql(self.schema, files, evolved, with_rows)
 
     # -- base files whose folders are DuckDB hive partitions -------------------------------
     # A proof reads the start of a footer (0.1-0.3 ms a file, once per process) to spare the
@@ -300,32 +305,50 @@ class SqlRenderer:
         if not self.plan.slices_with_logs:
             return []
         token, state = lazy.REGISTRY.register_read(self.plan)
-        log_dirs: dict[str, dict] = {}
-        log_files: list[str] = []
-        prunable_logs: list[str] = []
+        # merged log rows (and whole merged jobs) of one partition, by folder; of several partitions
+        dirs_of: dict[bool, dict[str, dict]] = {False: {}, True: {}}
+        prunable: dict[bool, list[str]] = {False: [], True: []}
+        unprunable: dict[bool, list[str]] = {False: [], True: []}
+        whole_partitions: set[str] = set()
         for key, members in (state.jobs or {k: (k,) for k in state.slices}).items():
             uri = lazy.logrows_uri(key, token)
+            whole = key in state.whole
             # a job of slices in several partitions: its rows carry their own partition values
             folders = {state.slices[m].partition_path for m in members}
-            values = self._folder_values.get(folders.pop()) if len(folders) == 1 else None
+            values = self._folder_values.get(next(iter(folders))) if len(folders) == 1 else None
             if values is not None:
-                log_dirs[uri.rsplit("/", 1)[0]] = values
-                prunable_logs.append(uri)
+                dirs_of[whole][uri.rsplit("/", 1)[0]] = values
+                prunable[whole].append(uri)
             else:
-                log_files.append(uri)
+                unprunable[whole].append(uri)
+                if whole:
+                    whole_partitions.update(folders)
             self.stats.merged_slices += len(members)
         if self.plan.options.strict:
             lazy.REGISTRY.check_strict(state.job_keys, token)
         branches = []
-        with_base = [s for s in state.slices.values() if s.base_file is not None]
+        in_whole = {m for key in state.whole for m in state.jobs[key]}
+        with_base = [s for k, s in state.slices.items() if s.base_file is not None and k not in in_whole]
         keep = f"{lazy.KEEP_FUNCTION}({quote_literal(token)}, {quote_ident(FILENAME_COL)}, {ROW_COL})"
         for files, evolved, dirs in self._group_base_files(with_base):
             self.stats.base_files += len(files)
             branches.append(self._branch(self._scan(files, evolved, with_rows=True), dirs, keep))
-        for files, dirs in ((prunable_logs, log_dirs), (log_files, None)):
+        for files, dirs in ((prunable[False], dirs_of[False]), (unprunable[False], None)):
             if files:
                 branches.append(self._branch(self._scan(files, False), dirs))
+        whole_schema = whole_slices.whole_schema(self.schema)
+        if prunable[True]:
+            branches.append(self._branch(scan_sql(whole_schema, prunable[True], False), dirs_of[True]))
+        if unprunable[True]:
+            branches.append(self._whole_branch(scan_sql(whole_schema, unprunable[True], False), whole_partitions))
         return branches
+
+    def _whole_branch(self, scan: str, partitions: set[str]) -> str:
+        """Rows of whole merged jobs of several partitions: partition values from each row's
+        partition path, checked as for base files (folders without values keep the stored ones)."""
+        dirs = {p: self._folder_values[p] for p in partitions if self._folder_values.get(p) is not None}
+        folder = quote_ident(whole_slices.PARTITION_COL)
+        return self._branch(scan, dirs, folder=folder, others_stored=len(dirs) < len(partitions))
 
     def render(self) -> str:
         branches = self._base_only_branches() + self._merge_branches()
@@ -337,6 +360,18 @@ class SqlRenderer:
         if self.plan.filters:
             sql = f"SELECT * FROM ({sql}) WHERE {filters_sql(self.plan.filters)}"
         return sql
+
+
+def scan_sql(schema: pa.Schema, files: list[str], evolved: bool, with_rows: bool = False) -> str:
+    """``read_parquet`` of files bound to ``schema`` (an empty file with it comes first), with the
+    file name in ``FILENAME_COL``; files of other schemas (``evolved``) are read by name."""
+    options = [f"filename={quote_literal(FILENAME_COL)}"]
+    if evolved:
+        options.append("union_by_name=true")
+    if with_rows:
+        options.append("file_row_number=true")
+    paths = [cache.schema_file(schema)] + files
+    return f"read_parquet({list_literal(paths)}, {', '.join(options)})"
 
 
 def filters_sql(filters: Iterable[ColumnFilter]) -> str:

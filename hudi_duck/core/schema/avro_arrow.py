@@ -7,6 +7,7 @@ the way Hudi does (nullable fields become ``["null", T]`` with default null).
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -254,7 +255,14 @@ def add_meta_fields_avro(schema: str | dict[str, Any]) -> dict[str, Any]:
 
 
 def avro_field_names(schema: str | dict[str, Any]) -> list[str]:
+    if isinstance(schema, str):  # every log block carries its schema: parsed once per schema
+        return list(_field_names_of(schema))
     return [f["name"] for f in parse_avro_schema(schema).get("fields", [])]
+
+
+@functools.lru_cache(maxsize=64)
+def _field_names_of(schema: str) -> tuple[str, ...]:
+    return tuple(f["name"] for f in parse_avro_schema(schema).get("fields", []))
 
 
 def normalize_to_avro_types(schema: pa.Schema, table_name: str = "t") -> pa.Schema:
