@@ -46,6 +46,7 @@ from ..core.file_group.reader import (
     iter_log_parts,
     read_base_keys,
     scan_stats,
+    tiny_block_batches,
 )
 from ..core.file_group.log_scanner import SkippedBlock, scan_slice_logs
 from ..core.merge.ordering import EngineOrdering, engine_column, engine_ordering
@@ -206,11 +207,12 @@ def _collect(ctx: SliceReadContext, slices: Sequence[FileSlice], spill: "Spill")
     """Decode every slice's log blocks; spill them all once they pass ``HELD_SHARE`` of the budget."""
     held = 0
     collected: list[_Collected] = []
-    for i, slice_ in enumerate(slices):
-        scan = scan_slice_logs(ctx.storage, slice_.log_files, ctx.admit)
+    scans = [scan_slice_logs(ctx.storage, slice_.log_files, ctx.admit) for slice_ in slices]
+    batches = tiny_block_batches(ctx, scans)
+    for i, scan in enumerate(scans):
         mine = _Collected({}, scan.skipped)
         collected.append(mine)
-        for rows, entries in iter_log_parts(ctx, scan):
+        for rows, entries in iter_log_parts(ctx, scan, batches):
             entries = entries.append_column(SLICE, pa.array(np.full(entries.num_rows, i, np.int32)))
             mine.records += entries.num_rows
             if not spill.active:

@@ -28,7 +28,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -158,20 +158,23 @@ def container_block(count: int, body: memoryview | bytes) -> list[bytes | memory
 # -- decoding ----------------------------------------------------------------------------
 
 
-def _check_lengths(content: bytes, lengths: np.ndarray, source: str) -> None:
-    """Every record's decoded length prefix is where the block's framing puts it."""
+def _check_lengths(body: bytes | memoryview, lengths: np.ndarray, source: str, ends_at: np.ndarray | None = None) -> None:
+    """Every record's decoded length prefix is where the framing puts it (``body``: the records
+    of one block, or of several blocks one after the other, each ending at ``ends_at``)."""
     if len(lengths) == 0:
-        if len(content) != _HEAD:
+        if len(body) != 0:
             raise CorruptFileError(f"{source}: Avro data block has bytes after its last record")
         return
     if (lengths < 0).any():
         raise CorruptFileError(f"{source}: Avro data block holds a negative record length")
     steps = lengths.astype(np.int64) + 4
-    ends = _HEAD + np.cumsum(steps)
-    if int(ends[-1]) != len(content):
+    ends = np.cumsum(steps)
+    if int(ends[-1]) != len(body):
         raise CorruptFileError(f"{source}: Avro record length mismatch (the records do not fill the block)")
-    starts = np.concatenate(([_HEAD], ends[:-1]))
-    raw = np.frombuffer(content, dtype=np.uint8)
+    if ends_at is not None and not np.array_equal(ends[ends_at[:, 0]], ends_at[:, 1]):
+        raise CorruptFileError(f"{source}: Avro record length mismatch (the records do not fill their blocks)")
+    starts = np.concatenate(([0], ends[:-1]))
+    raw = np.frombuffer(body, dtype=np.uint8)
     at = raw[starts[:, None] + np.arange(4)]
     framed = at.copy().view(">i4").reshape(-1)
     if not np.array_equal(framed, lengths):
@@ -187,9 +190,53 @@ def decode_framed(content: bytes, count: int, schema_json: str, target: pa.Schem
     if count < 0 or count * 4 > len(content) - _HEAD:
         raise CorruptFileError(f"{source}: Avro data block claims {count} records in {len(content)} bytes")
     if count == 0:
-        _check_lengths(content, np.empty(0, np.int32), source)
+        _check_lengths(memoryview(content)[_HEAD:], np.empty(0, np.int32), source)
         return target.empty_table()
-    body = memoryview(content)[_HEAD:]
+    return _decode_body(reader, memoryview(content)[_HEAD:], count, schema_json, target, source)
+
+
+def decode_framed_blocks(
+    contents: Sequence[bytes | memoryview], counts: Sequence[int], schema_json: str, target: pa.Schema, source: str
+) -> list[pa.Table] | None:
+    """Records of several Avro data blocks of one writer schema decoded in one container (their
+    records one after the other), then split back per block (zero-copy slices). None when there
+    is no compiled reader, or the blocks do not decode together exactly (then each block is
+    decoded on its own, and a damaged one is reported as it would be alone)."""
+    reader = compiled_reader()
+    if reader is None or not contents or min(counts) <= 0:
+        return None
+    for content, count in zip(contents, counts):
+        if count * 4 > len(content) - _HEAD:
+            return None
+    body = b"".join(memoryview(c)[_HEAD:] for c in contents)
+    last_record = np.cumsum(np.asarray(counts, np.int64)) - 1
+    block_end = np.cumsum(np.asarray([len(c) - _HEAD for c in contents], np.int64))
+    try:
+        table = _decode_body(
+            reader, body, int(last_record[-1]) + 1, schema_json, target, source, np.stack([last_record, block_end], axis=1)
+        )
+    except CorruptFileError as exc:
+        log.debug("%s: blocks decoded together do not fit (%s); decoding them one by one", source, exc)
+        return None
+    if table is None:
+        return None
+    out, start = [], 0
+    for count in counts:
+        out.append(table.slice(start, count))
+        start += count
+    return out
+
+
+def _decode_body(
+    reader: ContainerReader,
+    body: bytes | memoryview,
+    count: int,
+    schema_json: str,
+    target: pa.Schema,
+    source: str,
+    ends_at: np.ndarray | None = None,
+) -> pa.Table | None:
+    """``count`` framed records (``body``) read as one container block by ``reader``."""
     fd, path = tempfile.mkstemp(suffix=".avro", prefix="hudi-duck-block-")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -213,7 +260,7 @@ def decode_framed(content: bytes, count: int, schema_json: str, target: pa.Schem
     if not pa.types.is_fixed_size_binary(length_column.type):
         length_column = length_column.cast(pa.binary(4))
     lengths = np.frombuffer(length_column.buffers()[1], dtype=">i4", count=len(length_column), offset=length_column.offset * 4)
-    _check_lengths(content, lengths.astype(np.int32), source)
+    _check_lengths(body, lengths.astype(np.int32), source, ends_at)
     records = decoded.column(RECORD_FIELD).combine_chunks()
     if isinstance(records, pa.ChunkedArray):  # pragma: no cover - combine_chunks of a struct column
         records = records.chunk(0)

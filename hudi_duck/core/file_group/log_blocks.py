@@ -13,7 +13,7 @@ import io
 import json
 import mmap
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -25,7 +25,7 @@ from ..avro import models as avro_models
 from ..errors import CorruptFileError, HudiError, UnsupportedFeatureError
 from ..schema.avro_arrow import avro_to_arrow
 from ..schema.evolution import align_to_schema
-from .avro_decoder import decode_framed
+from .avro_decoder import compiled_reader, decode_framed, decode_framed_blocks
 from .log_format import BlockType, LogBlock
 
 DATA_BLOCK_VERSION = 3
@@ -126,11 +126,96 @@ def avro_block_table(content: bytes, schema_json: str, source: str = "") -> pa.T
     return pa.Table.from_pylist(avro_block_records(content, schema_json, source), schema=schema)
 
 
+class TinyBlockBatches:
+    """Small Avro data blocks of one merge decoded together: those of one writer schema, in
+    batches of at most ``max_bytes``, each batch in one compiled decode (a block under
+    ``COMPILED_MIN_RECORDS`` records alone is decoded record by record).
+
+    A batch is decoded when its first block is taken, so a merge holds at most one decoded batch
+    per writer schema ahead of its reading. A batch that does not decode together (a damaged
+    block, types the compiled reader cannot give exactly) leaves its blocks to be decoded one by
+    one, with the same results and errors as without batching."""
+
+    def __init__(self, blocks: Iterable[LogBlock], max_bytes: int):
+        self._batch_of: dict[int, list[LogBlock]] = {}
+        self._decoded: dict[int, pa.Table | None] = {}
+        if compiled_reader() is None:
+            return
+        open_batches: dict[str, _Batch] = {}
+        batches: list[_Batch] = []
+        for block in blocks:
+            count = _tiny_block_count(block, max_bytes)
+            if count is None:
+                continue
+            schema_json = block.schema or ""
+            batch = open_batches.get(schema_json)
+            if batch is None or batch.size + len(block.content) > max_bytes:
+                batch = open_batches[schema_json] = _Batch()
+                batches.append(batch)
+            batch.add(block, count)
+        for batch in batches:
+            members = batch.blocks
+            if len(members) > 1 and batch.records >= COMPILED_MIN_RECORDS:
+                for block in members:
+                    self._batch_of[id(block)] = members
+
+    def take(self, block: LogBlock) -> pa.Table | None:
+        """The records of ``block`` in its writer schema's Arrow form, decoded with its batch; None
+        when the block is not in a batch (or its batch did not decode together)."""
+        members = self._batch_of.pop(id(block), None)
+        if members is None:
+            return None
+        if id(block) not in self._decoded:
+            self._decode(members)
+        return self._decoded.pop(id(block), None)
+
+    def _decode(self, members: list[LogBlock]) -> None:
+        first = members[0]
+        schema_json = first.schema or ""
+        tables = decode_framed_blocks(
+            [b.content for b in members],
+            [struct.unpack_from(">i", b.content, 4)[0] for b in members],
+            schema_json,
+            _arrow_schema_of(schema_json),
+            f"{first.file_path}@{first.offset} (and {len(members) - 1} more blocks)",
+        )
+        for i, block in enumerate(members):
+            self._decoded[id(block)] = tables[i] if tables is not None else None
+
+
+@dataclass
+class _Batch:
+    blocks: list[LogBlock] = field(default_factory=list)
+    records: int = 0
+    size: int = 0
+
+    def add(self, block: LogBlock, count: int) -> None:
+        self.blocks.append(block)
+        self.records += count
+        self.size += len(block.content)
+
+
+def _tiny_block_count(block: LogBlock, max_bytes: int) -> int | None:
+    """The record count of an Avro data block decoded record by record alone (None: any other block)."""
+    if block.block_type is not BlockType.AVRO_DATA_BLOCK or not block.schema:
+        return None
+    content = block.content
+    if len(content) < 8 or len(content) > max_bytes:
+        return None
+    version, count = struct.unpack_from(">ii", content, 0)
+    if version != DATA_BLOCK_VERSION or not 0 < count < COMPILED_MIN_RECORDS or count * 4 > len(content) - 8:
+        return None
+    return count
+
+
 @_names_block
-def decode_data_block(block: LogBlock, target: pa.Schema) -> pa.Table:
-    """Rows of a data block as an Arrow table shaped like ``target``."""
+def decode_data_block(block: LogBlock, target: pa.Schema, decoded: pa.Table | None = None) -> pa.Table:
+    """Rows of a data block as an Arrow table shaped like ``target``; ``decoded``: its records in
+    the writer schema's Arrow form when already decoded (``TinyBlockBatches``)."""
     source = f"{block.file_path}@{block.offset}"
     schema_json = block.schema
+    if decoded is not None:
+        return align_to_schema(decoded, target, source)
     if block.block_type is BlockType.AVRO_DATA_BLOCK:
         if not schema_json:
             raise CorruptFileError(f"{source}: Avro data block without a SCHEMA header")
@@ -154,10 +239,17 @@ def decode_data_block(block: LogBlock, target: pa.Schema) -> pa.Table:
     return align_to_schema(table, target, source)
 
 
-def iter_data_block(block: LogBlock, target: pa.Schema, piece_bytes: int) -> Iterator[pa.Table]:
+def iter_data_block(
+    block: LogBlock, target: pa.Schema, piece_bytes: int, batches: TinyBlockBatches | None = None
+) -> Iterator[pa.Table]:
     """Rows of a data block shaped like ``target``, in pieces: an Avro block larger than
     ``piece_bytes`` is decoded a run of records at a time (each run re-framed as a block of its
-    own), so a merge never holds a large block decoded whole."""
+    own), so a merge never holds a large block decoded whole. A small block of ``batches`` is
+    decoded with its batch."""
+    decoded = batches.take(block) if batches is not None else None
+    if decoded is not None:
+        yield decode_data_block(block, target, decoded)
+        return
     if block.block_type is not BlockType.AVRO_DATA_BLOCK or len(block.content) <= piece_bytes or not block.schema:
         yield decode_data_block(block, target)
         return

@@ -10,7 +10,7 @@ applies it in Arrow for the Python API and for compaction.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -35,7 +35,7 @@ from ..schema.evolution import align_to_schema
 from ..schema.meta_fields import IS_DELETED, OPERATION, RECORD_KEY
 from ..storage.storage import Storage
 from .file_slice import FileSlice
-from .log_blocks import decode_data_block, decode_delete_block, iter_data_block
+from .log_blocks import TinyBlockBatches, decode_data_block, decode_delete_block, iter_data_block
 from .log_format import BlockType
 from .log_scanner import ScanResult, SkippedBlock, report_skipped_blocks, scan_slice_logs
 
@@ -278,12 +278,24 @@ def _delete_block_entries(block, ctx: SliceReadContext, first_seq: int, schema: 
 PIECE_SHARE = 32
 
 
-def iter_log_parts(ctx: SliceReadContext, scan: ScanResult) -> Iterator[tuple[pa.Table | None, pa.Table]]:
+def _piece_bytes(ctx: SliceReadContext) -> int:
+    return max(ctx.memory.max_size // PIECE_SHARE, 1024**2)
+
+
+def tiny_block_batches(ctx: SliceReadContext, scans: Sequence[ScanResult]) -> TinyBlockBatches:
+    """The small Avro data blocks of the scanned slices of one merge, to be decoded together."""
+    return TinyBlockBatches((block for scan in scans for block in scan.blocks), _piece_bytes(ctx))
+
+
+def iter_log_parts(
+    ctx: SliceReadContext, scan: ScanResult, batches: TinyBlockBatches | None = None
+) -> Iterator[tuple[pa.Table | None, pa.Table]]:
     """The admitted log records of a scanned slice, a block (or a run of a large block's records)
     at a time: its rows in the output schema (None for a delete block) and their entries, numbered
-    across the slice in scan order (no Python object per record of a data block)."""
+    across the slice in scan order (no Python object per record of a data block). ``batches``: the
+    merge's small blocks decoded together (``tiny_block_batches``)."""
     schema = entry_schema(ctx)
-    piece_bytes = max(ctx.memory.max_size // PIECE_SHARE, 1024**2)
+    piece_bytes = _piece_bytes(ctx)
     rows = seq = 0
     for block in scan.blocks:
         if block.block_type is BlockType.DELETE_BLOCK:
@@ -291,7 +303,7 @@ def iter_log_parts(ctx: SliceReadContext, scan: ScanResult) -> Iterator[tuple[pa
             seq += part.num_rows
             yield None, part
             continue
-        for aligned in iter_data_block(block, ctx.schema, piece_bytes):
+        for aligned in iter_data_block(block, ctx.schema, piece_bytes, batches):
             if aligned.num_rows == 0:
                 continue
             raw = _raw_block_table(block, aligned)
@@ -322,7 +334,7 @@ def scan_log_columns(ctx: SliceReadContext, slice_: FileSlice) -> LogColumns:
     scan = scan_slice_logs(ctx.storage, slice_.log_files, ctx.admit)
     tables: list[pa.Table] = []
     entries: list[pa.Table] = []
-    for rows, part in iter_log_parts(ctx, scan):
+    for rows, part in iter_log_parts(ctx, scan, tiny_block_batches(ctx, [scan])):
         entries.append(part)
         if rows is not None:
             tables.append(rows)
