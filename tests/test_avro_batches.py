@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hudi_duck.core.errors import CorruptFileError
+from hudi_duck.core.errors import CorruptFileError, HudiError
 from hudi_duck.core.file_group import avro_decoder, log_blocks
 from hudi_duck.core.file_group.file_slice import FileSlice
 from hudi_duck.core.file_group.log_blocks import (
@@ -81,9 +81,15 @@ def _alone(block: LogBlock) -> pa.Table:
     return decode_data_block(block, SCHEMA)
 
 
+def _take(batches: TinyBlockBatches, block: LogBlock) -> pa.Table:
+    """The block's rows from its batch, else decoded alone (as ``iter_data_block`` does)."""
+    rows = batches.take(block)
+    return rows if rows is not None else _alone(block)
+
+
 def _batched(blocks: list[LogBlock], max_bytes: int = 1 << 20) -> list[pa.Table]:
-    batches = TinyBlockBatches(blocks, max_bytes)
-    return [decode_data_block(b, SCHEMA, batches.take(b)) for b in blocks]
+    batches = TinyBlockBatches(blocks, max_bytes, SCHEMA)
+    return [_take(batches, b) for b in blocks]
 
 
 def test_blocks_of_different_record_counts_split_back_per_block(batch_decodes):
@@ -132,12 +138,12 @@ def test_a_damaged_block_in_a_batch_fails_as_it_fails_alone(batch_decodes, monke
     blocks[2] = LogBlock(BlockType.AVRO_DATA_BLOCK, header=blocks[2].header, content=bytes(bad), file_path="mem.log", offset=2)
     with pytest.raises(CorruptFileError) as alone:
         _alone(blocks[2])
-    batches = TinyBlockBatches(blocks, 1 << 20)
-    tables = [decode_data_block(b, SCHEMA, batches.take(b)) for b in blocks[:2]]
+    batches = TinyBlockBatches(blocks, 1 << 20, SCHEMA)
+    tables = [_take(batches, b) for b in blocks[:2]]
     assert batch_decodes == []  # the batch did not decode together: each block alone
     assert all(t.equals(_alone(b)) for b, t in zip(blocks, tables))
     with pytest.raises(CorruptFileError) as together:
-        decode_data_block(blocks[2], SCHEMA, batches.take(blocks[2]))
+        _take(batches, blocks[2])
     assert str(together.value) == str(alone.value) and "mem.log@2" in str(together.value)
 
 
@@ -237,7 +243,21 @@ def test_records_that_cross_block_boundaries_are_not_split_back(batch_decodes):
         shifted.append(LogBlock(BlockType.AVRO_DATA_BLOCK, header=block.header, content=bytes(content), file_path="mem.log", offset=block.offset))
     with pytest.raises(CorruptFileError) as alone:
         _alone(shifted[0])
-    batches = TinyBlockBatches(shifted, 1 << 20)
+    batches = TinyBlockBatches(shifted, 1 << 20, SCHEMA)
     with pytest.raises(CorruptFileError) as together:
-        decode_data_block(shifted[0], SCHEMA, batches.take(shifted[0]))
+        _take(batches, shifted[0])
     assert batch_decodes == [] and str(together.value) == str(alone.value) and "mem.log@0" in str(together.value)
+
+
+def test_a_batch_that_cannot_take_the_merge_schema_fails_as_each_block_alone(batch_decodes):
+    text_ord = json.dumps({"type": "record", "name": "r", "fields": FIELDS + [{"name": "ord", "type": "string"}]})
+    blocks = [_block(text_ord, [{**r, "ord": str(r["ord"])} for r in _records(i, 100)], i) for i in range(3)]
+    blocks[1] = _block(text_ord, [{**r, "ord": "late"} for r in _records(1, 100)], 1)
+    assert _alone(blocks[0]).column("ord").to_pylist()[:2] == [0, 1]
+    with pytest.raises(HudiError) as alone:
+        _alone(blocks[1])
+    batches = TinyBlockBatches(blocks, 1 << 20, SCHEMA)
+    assert _take(batches, blocks[0]).equals(_alone(blocks[0]))
+    with pytest.raises(HudiError) as together:
+        _take(batches, blocks[1])
+    assert batch_decodes == [3] and str(together.value) == str(alone.value) and "mem.log@1" in str(together.value)

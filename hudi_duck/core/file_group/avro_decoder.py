@@ -197,11 +197,11 @@ def decode_framed(content: bytes, count: int, schema_json: str, target: pa.Schem
 
 def decode_framed_blocks(
     contents: Sequence[bytes | memoryview], counts: Sequence[int], schema_json: str, target: pa.Schema, source: str
-) -> list[pa.Table] | None:
-    """Records of several Avro data blocks of one writer schema decoded in one container (their
-    records one after the other), then split back per block (zero-copy slices). None when there
-    is no compiled reader, or the blocks do not decode together exactly (then each block is
-    decoded on its own, and a damaged one is reported as it would be alone)."""
+) -> pa.Table | None:
+    """Records of several Avro data blocks of one writer schema decoded in one container, their
+    records one after the other (each block's are the next ``counts[i]`` rows). None when there
+    is no compiled reader, or the blocks do not decode together exactly, each record within its
+    own block (then each block is decoded on its own, and a damaged one is reported as alone)."""
     reader = compiled_reader()
     if reader is None or not contents or min(counts) <= 0:
         return None
@@ -212,19 +212,12 @@ def decode_framed_blocks(
     last_record = np.cumsum(np.asarray(counts, np.int64)) - 1
     block_end = np.cumsum(np.asarray([len(c) - _HEAD for c in contents], np.int64))
     try:
-        table = _decode_body(
+        return _decode_body(
             reader, body, int(last_record[-1]) + 1, schema_json, target, source, np.stack([last_record, block_end], axis=1)
         )
     except CorruptFileError as exc:
         log.debug("%s: blocks decoded together do not fit (%s); decoding them one by one", source, exc)
         return None
-    if table is None:
-        return None
-    out, start = [], 0
-    for count in counts:
-        out.append(table.slice(start, count))
-        start += count
-    return out
 
 
 def _decode_body(

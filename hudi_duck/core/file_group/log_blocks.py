@@ -128,15 +128,17 @@ def avro_block_table(content: bytes, schema_json: str, source: str = "") -> pa.T
 
 class TinyBlockBatches:
     """Small Avro data blocks of one merge decoded together: those of one writer schema, in
-    batches of at most ``max_bytes``, each batch in one compiled decode (a block under
-    ``COMPILED_MIN_RECORDS`` records alone is decoded record by record).
+    batches of at most ``max_bytes``, each batch in one compiled decode and aligned to the
+    merge's schema once, then split back per block (zero-copy slices). Alone, a block under
+    ``COMPILED_MIN_RECORDS`` records is decoded record by record.
 
     A batch is decoded when its first block is taken, so a merge holds at most one decoded batch
-    per writer schema ahead of its reading. A batch that does not decode together (a damaged
-    block, types the compiled reader cannot give exactly) leaves its blocks to be decoded one by
-    one, with the same results and errors as without batching."""
+    per writer schema ahead of its reading. A batch that does not decode or align together (a
+    damaged block, types the compiled reader cannot give exactly) leaves its blocks to be decoded
+    one by one, with the same results and errors as without batching."""
 
-    def __init__(self, blocks: Iterable[LogBlock], max_bytes: int):
+    def __init__(self, blocks: Iterable[LogBlock], max_bytes: int, target: pa.Schema):
+        self._target = target
         self._batch_of: dict[int, list[LogBlock]] = {}
         self._decoded: dict[int, pa.Table | None] = {}
         if compiled_reader() is None:
@@ -160,8 +162,8 @@ class TinyBlockBatches:
                     self._batch_of[id(block)] = members
 
     def take(self, block: LogBlock) -> pa.Table | None:
-        """The records of ``block`` in its writer schema's Arrow form, decoded with its batch; None
-        when the block is not in a batch (or its batch did not decode together)."""
+        """The rows of ``block`` shaped like the merge's schema, decoded with its batch; None when
+        the block is not in a batch (or its batch did not decode together)."""
         members = self._batch_of.pop(id(block), None)
         if members is None:
             return None
@@ -172,15 +174,18 @@ class TinyBlockBatches:
     def _decode(self, members: list[LogBlock]) -> None:
         first = members[0]
         schema_json = first.schema or ""
-        tables = decode_framed_blocks(
-            [b.content for b in members],
-            [struct.unpack_from(">i", b.content, 4)[0] for b in members],
-            schema_json,
-            _arrow_schema_of(schema_json),
-            f"{first.file_path}@{first.offset} (and {len(members) - 1} more blocks)",
-        )
-        for i, block in enumerate(members):
-            self._decoded[id(block)] = tables[i] if tables is not None else None
+        source = f"{first.file_path}@{first.offset} (and {len(members) - 1} more blocks)"
+        counts = [struct.unpack_from(">i", b.content, 4)[0] for b in members]
+        table = decode_framed_blocks([b.content for b in members], counts, schema_json, _arrow_schema_of(schema_json), source)
+        if table is not None:
+            try:
+                table = align_to_schema(table, self._target, source)
+            except HudiError:  # each block alone raises it, naming the block
+                table = None
+        start = 0
+        for block, count in zip(members, counts):
+            self._decoded[id(block)] = table.slice(start, count) if table is not None else None
+            start += count
 
 
 @dataclass
@@ -209,13 +214,10 @@ def _tiny_block_count(block: LogBlock, max_bytes: int) -> int | None:
 
 
 @_names_block
-def decode_data_block(block: LogBlock, target: pa.Schema, decoded: pa.Table | None = None) -> pa.Table:
-    """Rows of a data block as an Arrow table shaped like ``target``; ``decoded``: its records in
-    the writer schema's Arrow form when already decoded (``TinyBlockBatches``)."""
+def decode_data_block(block: LogBlock, target: pa.Schema) -> pa.Table:
+    """Rows of a data block as an Arrow table shaped like ``target``."""
     source = f"{block.file_path}@{block.offset}"
     schema_json = block.schema
-    if decoded is not None:
-        return align_to_schema(decoded, target, source)
     if block.block_type is BlockType.AVRO_DATA_BLOCK:
         if not schema_json:
             raise CorruptFileError(f"{source}: Avro data block without a SCHEMA header")
@@ -245,10 +247,10 @@ def iter_data_block(
     """Rows of a data block shaped like ``target``, in pieces: an Avro block larger than
     ``piece_bytes`` is decoded a run of records at a time (each run re-framed as a block of its
     own), so a merge never holds a large block decoded whole. A small block of ``batches`` is
-    decoded with its batch."""
-    decoded = batches.take(block) if batches is not None else None
-    if decoded is not None:
-        yield decode_data_block(block, target, decoded)
+    decoded with its batch (shaped like ``target``, the schema the batches align to)."""
+    rows = batches.take(block) if batches is not None else None
+    if rows is not None:
+        yield rows
         return
     if block.block_type is not BlockType.AVRO_DATA_BLOCK or len(block.content) <= piece_bytes or not block.schema:
         yield decode_data_block(block, target)

@@ -284,7 +284,7 @@ def _piece_bytes(ctx: SliceReadContext) -> int:
 
 def tiny_block_batches(ctx: SliceReadContext, scans: Sequence[ScanResult]) -> TinyBlockBatches:
     """The small Avro data blocks of the scanned slices of one merge, to be decoded together."""
-    return TinyBlockBatches((block for scan in scans for block in scan.blocks), _piece_bytes(ctx))
+    return TinyBlockBatches((block for scan in scans for block in scan.blocks), _piece_bytes(ctx), ctx.schema)
 
 
 def iter_log_parts(
