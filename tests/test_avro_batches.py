@@ -14,16 +14,27 @@ from hudi_duck.core.errors import CorruptFileError, HudiError
 from hudi_duck.core.file_group import avro_decoder, log_blocks
 from hudi_duck.core.file_group.file_slice import FileSlice
 from hudi_duck.core.file_group.log_blocks import (
-    COMPILED_MIN_RECORDS,
     DeleteRecord,
     TinyBlockBatches,
     decode_data_block,
     encode_avro_records,
     encode_delete_records,
 )
-from hudi_duck.core.file_group.log_format import BlockType, HeaderKey, LogBlock, encode_block, read_log_file
-from hudi_duck.core.file_group.naming import base_file_name, log_file_name, parse_base_file, parse_log_file
-from hudi_duck.core.file_group.reader import SliceReadContext, merge_slice_logs as core_merge
+from hudi_duck.core.file_group.log_format import (
+    BlockType,
+    HeaderKey,
+    LogBlock,
+    encode_block,
+    read_log_file,
+)
+from hudi_duck.core.file_group.naming import (
+    base_file_name,
+    log_file_name,
+    parse_base_file,
+    parse_log_file,
+)
+from hudi_duck.core.file_group.reader import SliceReadContext
+from hudi_duck.core.file_group.reader import merge_slice_logs as core_merge
 from hudi_duck.core.merge.mode import DEFAULT_PAYLOAD, MergeConfig, MergeMode
 from hudi_duck.core.storage.storage import get_storage
 from hudi_duck.core.table.fs_view import CommittedInstants
