@@ -202,3 +202,66 @@ def test_batched_slices_read_as_hudi_rs_reads_them(fixture_tables, batched):
     city = got.column("city")[0].as_py()
     filtered = arrow_table(con.sql(f"SELECT * FROM hudi_snapshot({args}) WHERE city = '{city}'"))
     assert not diff_rows(filtered, got.filter(pa.compute.equal(got.column("city"), city)))
+
+
+# -- the fold reads large slices' base keys with DuckDB ----------------------------------------------------------
+
+
+def _scan_slice(root: Path, base: pa.Table, row_group_size: int) -> FileSlice:
+    """A slice whose base file is ``base`` (several row groups) and whose log updates every third key,
+    deletes every seventh and inserts new ones."""
+    blocks = [("data", True, [("record", f"k{i}", i % 5, None) for i in range(0, 60, 3)] + [("record", "new", 1, None)]),
+              ("deletes", True, [("delete", f"k{i}", None, None) for i in range(0, 60, 7)])]
+    slice_ = _write_slice(root, [], blocks)
+    pq.write_table(base, root / slice_.base_file.file_name, row_group_size=row_group_size)
+    return FileSlice("", slice_.file_id, slice_.base_instant_time,
+                     parse_base_file("", slice_.base_file.file_name, (root / slice_.base_file.file_name).stat().st_size),
+                     slice_.log_files)
+
+
+def _base(keys: list[str], ordering: pa.Array | None) -> pa.Table:
+    n = len(keys)
+    columns = {"_hoodie_record_key": keys, "_hoodie_operation": pa.nulls(n, pa.string()),
+               "v": [f"base{i}" for i in range(n)], "_hoodie_is_deleted": [False] * n}
+    if ordering is not None:
+        columns["ord"] = ordering
+    return pa.table(columns)
+
+
+@pytest.mark.parametrize("payload", sorted(PAYLOADS))
+@pytest.mark.parametrize("ordering", ["int64", "int32 widened"])
+def test_fold_over_duckdb_scan_of_base_file_equals_the_core_merge(tmp_path, monkeypatch, payload, ordering):
+    """Base keys read by DuckDB (physical row numbers over several row groups, duplicate keys, an
+    ordering column widened by the schema, a folder that looks like a hive partition of the
+    ordering field) fold exactly as the core merge folds them; pyarrow never reads the keys."""
+    from hudi_duck.duck import merge as duck_merge_module
+
+    root = tmp_path / "ord=99"
+    root.mkdir()
+    keys = [f"k{i % 50}" for i in range(70)]  # k0..k19 twice: only their first row merges
+    values = [(i * 7) % 6 - 1 for i in range(70)]
+    ordering_column = pa.array(values, pa.int64() if ordering == "int64" else pa.int32())
+    slice_ = _scan_slice(root, _base(keys, ordering_column), row_group_size=16)
+    mode = MergeMode.COMMIT_TIME_ORDERING if payload == "commit" else MergeMode.EVENT_TIME_ORDERING
+    merge = MergeConfig(mode, "ord", None, PAYLOADS[payload], 6)
+    ctx = SliceReadContext(get_storage(str(root)), SCHEMA, merge, CommittedInstants(frozenset(["001", "002", "003"]), None))
+    want = _outcome(core_merge(ctx, slice_))
+
+    def no_pyarrow(*args, **kwargs):
+        raise AssertionError("the base keys were read with pyarrow")
+
+    monkeypatch.setattr(duck_merge_module, "_base_relation", no_pyarrow)
+    got = _outcome(duck_merge(ctx, slice_))
+    assert got == want
+    assert got[0]  # base rows were replaced or deleted
+
+
+def test_base_file_without_the_ordering_column_is_read_with_pyarrow(tmp_path):
+    """An older base file without the ordering field: DuckDB cannot bind it; the fold reads that
+    file's keys with pyarrow (null ordering values) and still equals the core merge."""
+    slice_ = _scan_slice(tmp_path, _base([f"k{i}" for i in range(40)], None), row_group_size=16)
+    merge = MergeConfig(MergeMode.EVENT_TIME_ORDERING, "ord", None, DEFAULT_PAYLOAD, 6)
+    ctx = SliceReadContext(get_storage(str(tmp_path)), SCHEMA, merge, CommittedInstants(frozenset(["001", "002", "003"]), None))
+    got = _outcome(duck_merge(ctx, slice_))
+    assert got == _outcome(core_merge(ctx, slice_))
+    assert got[0]
