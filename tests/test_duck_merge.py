@@ -250,15 +250,19 @@ def test_fold_over_duckdb_scan_of_base_file_equals_the_core_merge(tmp_path, monk
     def no_pyarrow(*args, **kwargs):
         raise AssertionError("the base keys were read with pyarrow")
 
+    monkeypatch.setattr(duck_merge_module, "SCAN_BASE_MIN_BYTES", 0)
     monkeypatch.setattr(duck_merge_module, "_base_relation", no_pyarrow)
     got = _outcome(duck_merge(ctx, slice_))
     assert got == want
     assert got[0]  # base rows were replaced or deleted
 
 
-def test_base_file_without_the_ordering_column_is_read_with_pyarrow(tmp_path):
+def test_base_file_without_the_ordering_column_is_read_with_pyarrow(tmp_path, monkeypatch):
     """An older base file without the ordering field: DuckDB cannot bind it; the fold reads that
     file's keys with pyarrow (null ordering values) and still equals the core merge."""
+    from hudi_duck.duck import merge as duck_merge_module
+
+    monkeypatch.setattr(duck_merge_module, "SCAN_BASE_MIN_BYTES", 0)
     slice_ = _scan_slice(tmp_path, _base([f"k{i}" for i in range(40)], None), row_group_size=16)
     merge = MergeConfig(MergeMode.EVENT_TIME_ORDERING, "ord", None, DEFAULT_PAYLOAD, 6)
     ctx = SliceReadContext(get_storage(str(tmp_path)), SCHEMA, merge, CommittedInstants(frozenset(["001", "002", "003"]), None))

@@ -297,6 +297,9 @@ _SCAN_ORDERING_TYPES = {
 }
 
 
+#: base files the fold scans itself are at least this large: for smaller ones DuckDB's cost per
+#: file passes pyarrow's (a batched job of tiny slices reads its base keys with pyarrow)
+SCAN_BASE_MIN_BYTES = 1024 * 1024
 _GLOB = re.compile(r"[*?\[\]{}]")
 
 
@@ -317,8 +320,11 @@ def _base_scan_sql(ctx: SliceReadContext, slices: Sequence[FileSlice], active: l
         ordering = f"CAST(NULL AS {_SCAN_ORDERING_TYPES.get(ordering_type, 'BIGINT')})"
         if ordering_type not in _SCAN_ORDERING_TYPES:
             return None
-    files = {i: ctx.storage.abs(slices[i].base_file.path) for i in active if slices[i].base_file is not None}
-    if not files or any(_GLOB.search(path) for path in files.values()):  # a file name DuckDB would expand
+    based = [i for i in active if slices[i].base_file is not None]
+    if not based or any(slices[i].base_file.size < SCAN_BASE_MIN_BYTES for i in based):
+        return None
+    files = {i: ctx.storage.abs(slices[i].base_file.path) for i in based}
+    if any(_GLOB.search(path) for path in files.values()):  # a file name DuckDB would expand
         return None
     scans = [
         f"SELECT {i}::INTEGER AS base_slice, {_quote(RECORD_KEY)}::VARCHAR AS base_key, {ordering} AS base_ordering, "
