@@ -13,7 +13,6 @@ express (binary ordering columns) take the core's own merge.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import socket
 import tempfile
@@ -50,7 +49,6 @@ from ..core.file_group.reader import (
 )
 from ..core.file_group.log_scanner import SkippedBlock, scan_slice_logs
 from ..core.merge.ordering import EngineOrdering, engine_column, engine_ordering
-from ..core.schema.meta_fields import RECORD_KEY
 from ..core.merge.sql import base_survives_sql, latest_log_records_sql, log_ranks_sql
 
 _local = threading.local()
@@ -260,24 +258,18 @@ def _merge_in_memory(
         return merged
     entries = pa.concat_tables([t for i in active for t in collected[i].entries])
     ordering_type = entries.schema.field(ENTRY_ORDERING).type
-    scan = _base_scan_sql(ctx, slices, active, ordering_type) if base_relation is None else None
-    if scan is None:
-        if base_relation is not None:
-            base = base_relation(active, ordering_type)
-        else:
-            base = pa.concat_tables([_base_relation(ctx, slices[i], i, ordering_type) for i in active])
+    if base_relation is not None:
+        base = base_relation(active, ordering_type)
+    else:
+        base = pa.concat_tables([_base_relation(ctx, slices[i], i, ordering_type) for i in active])
     cursor = _cursor()
     try:
         cursor.register("entries", entries)
-        if scan is None:
-            cursor.register("base", base)
-            outcome = cursor.sql(merge_sql(ctx, spec)).to_arrow_table()
-        else:
-            outcome = _fold_over_scan(cursor, ctx, spec, scan, slices, active, ordering_type)
+        cursor.register("base", base)
+        outcome = cursor.sql(merge_sql(ctx, spec)).to_arrow_table()
     finally:
         cursor.unregister("entries")
-        if scan is None:
-            cursor.unregister("base")
+        cursor.unregister("base")
     dropped_of, winners_of = _rows_by_slice(outcome)
     none = np.empty(0, np.int64)
     for i in active:
@@ -287,79 +279,6 @@ def _merge_in_memory(
         log_rows = log_table.take(pa.array(winners)) if len(winners) else empty
         merged[i] = _outcome(merged[i], log_rows, dropped)
     return merged
-
-
-#: engine ordering types a base file's ordering column reaches by a plain DuckDB cast, as
-#: ``reader.read_base_keys`` + ``engine_column`` give them (anything else reads with pyarrow)
-_SCAN_ORDERING_TYPES = {
-    pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INTEGER", pa.int64(): "BIGINT",
-    pa.float64(): "DOUBLE", pa.string(): "VARCHAR",
-}
-
-
-#: base files the fold scans itself are at least this large: for smaller ones DuckDB's cost per
-#: file passes pyarrow's (a batched job of tiny slices reads its base keys with pyarrow)
-SCAN_BASE_MIN_BYTES = 1024 * 1024
-_GLOB = re.compile(r"[*?\[\]{}]")
-
-
-def _base_scan_sql(ctx: SliceReadContext, slices: Sequence[FileSlice], active: list[int], ordering_type: pa.DataType) -> str | None:
-    """The fold's ``base`` relation as a column-pruned DuckDB scan of the active slices' local
-    base files (key, ordering value, physical row number), or None where only pyarrow reads it
-    as the merge rule needs (keys from a key generator, other ordering types)."""
-    if ctx.key_generator is not None or not ctx.storage.is_local:
-        return None
-    name = ctx.merge.ordering_field
-    with_ordering = bool(name) and name in ctx.schema.names
-    if with_ordering:
-        field_type = ctx.schema.field(name).type
-        if field_type != ordering_type or ordering_type not in _SCAN_ORDERING_TYPES:
-            return None
-        ordering = f"CAST({_quote(name)} AS {_SCAN_ORDERING_TYPES[ordering_type]})"
-    else:
-        ordering = f"CAST(NULL AS {_SCAN_ORDERING_TYPES.get(ordering_type, 'BIGINT')})"
-        if ordering_type not in _SCAN_ORDERING_TYPES:
-            return None
-    based = [i for i in active if slices[i].base_file is not None]
-    if not based or any(slices[i].base_file.size < SCAN_BASE_MIN_BYTES for i in based):
-        return None
-    files = {i: ctx.storage.abs(slices[i].base_file.path) for i in based}
-    if any(_GLOB.search(path) for path in files.values()):  # a file name DuckDB would expand
-        return None
-    scans = [
-        f"SELECT {i}::INTEGER AS base_slice, {_quote(RECORD_KEY)}::VARCHAR AS base_key, {ordering} AS base_ordering, "
-        f"file_row_number::BIGINT AS base_row "
-        f"FROM read_parquet({_literal(Path(path))}, file_row_number = true, hive_partitioning = false)"
-        for i, path in files.items()
-    ]
-    return " UNION ALL ".join(scans)
-
-
-def _fold_over_scan(
-    cursor: duckdb.DuckDBPyConnection,
-    ctx: SliceReadContext,
-    spec: EngineOrdering | None,
-    scan: str,
-    slices: Sequence[FileSlice],
-    active: list[int],
-    ordering_type: pa.DataType,
-) -> pa.Table:
-    """The fold reading the base files itself; a base file DuckDB cannot read as the merge needs
-    (no ordering column in an older file, say) is read with pyarrow instead."""
-    try:
-        return cursor.sql(f"WITH base AS ({scan}) SELECT * FROM ({merge_sql(ctx, spec)})").to_arrow_table()
-    except duckdb.Error:
-        pass
-    base = pa.concat_tables([_base_relation(ctx, slices[i], i, ordering_type) for i in active])
-    cursor.register("base", base)
-    try:
-        return cursor.sql(merge_sql(ctx, spec)).to_arrow_table()
-    finally:
-        cursor.unregister("base")
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _rows_by_slice(outcome: pa.Table) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
