@@ -248,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-many", action="store_true", help="leave out the 500-partition / 1,000-slice MOR table")
     ap.add_argument("--only-many", action="store_true",
                     help="run only the 500-partition / 1,000-slice MOR table (and its hudi-rs baseline)")
+    ap.add_argument("--only-mor", action="store_true",
+                    help="run only the 2M-row MOR snapshot (and its hudi-rs baseline)")
     args = ap.parse_args(argv)
 
     root = Path(args.data_dir) / (f"read-{args.rows}" + ("" if args.log_block_format == "avro" else f"-{args.log_block_format}log"))
@@ -263,6 +265,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.only_many and args.no_many:
         ap.error("--only-many and --no-many leave nothing to run")
+    if args.only_many and args.only_mor:
+        ap.error("--only-many and --only-mor leave nothing to run together")
+    if args.only_mor:
+        args.no_many = True
     started = time.perf_counter()
     if args.only_many:
         manifest: dict[str, Any] = {}
@@ -371,6 +377,11 @@ def main(argv: list[str] | None = None) -> int:
                 cases[("many_snapshot", q)] = sql_case(f"hudi_snapshot(500 partitions) {q}", "many_snapshot", q, True)
                 if not args.no_hudi_rs:
                     cases[("many_hudi_rs", q)] = hudi_rs_case(f"hudi-rs read + DuckDB (500 partitions) {q}", q, many)
+            continue
+        if args.only_mor:
+            cases[("mor_snapshot", q)] = sql_case(f"hudi_snapshot(mor) {q}", "mor_snapshot", q, True)
+            if not args.no_hudi_rs:
+                cases[("hudi_rs", q)] = hudi_rs_case(f"hudi-rs read + DuckDB (mor) {q}", q)
             continue
         cases[("cow_snapshot", q)] = sql_case(f"hudi_snapshot(cow) {q}", "cow_snapshot", q, True)
         cases[("cow_parquet", q)] = sql_case(f"read_parquet(cow base) {q}", "cow_parquet", q, False)
