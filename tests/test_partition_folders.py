@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import datetime as dt
 import glob
-import json
 import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from fixtures import record_base_file_size
 
 import hudi_duck
 from hudi_duck.core.file_group import parquet_stats
@@ -82,20 +82,6 @@ def test_footer_statistics_agree_with_pyarrow(fixture_tables):
                     assert stats.null_count == chunk.statistics.null_count
 
 
-def _commit_size(base: str, file_name: str, size: int) -> None:
-    """Record a rewritten base file's new size in the commit that wrote it."""
-    for commit in glob.glob(f"{base}/.hoodie/*.commit"):
-        text = open(commit).read()
-        if file_name not in text:
-            continue
-        meta = json.loads(text)
-        for stats in meta["partitionToWriteStats"].values():
-            for stat in stats:
-                if stat["path"].endswith(file_name):
-                    stat["fileSizeInBytes"] = size
-        with open(commit, "w") as handle:
-            json.dump(meta, handle)
-
 
 def test_hive_folders_read_by_duckdb(con, fixture_tables):
     path = fixture_tables[COMPLEX_KEYGEN]
@@ -123,7 +109,7 @@ def test_file_whose_rows_differ_from_its_folder(con, fresh_fixture):
     other = pa.array([999] * original.num_rows, original.schema.field(column).type)
     changed = original.set_column(column, "shortField", other)
     pq.write_table(changed, file)
-    _commit_size(path, os.path.basename(file), os.path.getsize(file))
+    record_base_file_size(path, os.path.basename(file), os.path.getsize(file))
     planner.clear_plan_cache()
 
     sql = planner.plan_sql("snapshot", path, None, None, {}, values_from_path=True)
@@ -213,7 +199,7 @@ def test_many_small_files_are_checked_row_by_row(con, fresh_fixture, monkeypatch
     original = pq.read_table(file)
     column = original.schema.get_field_index("shortField")
     pq.write_table(original.set_column(column, "shortField", pa.array([999] * original.num_rows, pa.int16())), file)
-    _commit_size(path, os.path.basename(file), os.path.getsize(file))
+    record_base_file_size(path, os.path.basename(file), os.path.getsize(file))
     planner.clear_plan_cache()
     with pytest.raises(Exception, match="extract_partition_values_from_path := false"):
         con.sql(f"SELECT * FROM hudi_snapshot('{path}')").fetchall()

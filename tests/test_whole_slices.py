@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from fixtures import record_base_file_size
 from oracle import diff_rows, hudi_rs_read
 
 import hudi_duck
@@ -179,7 +180,7 @@ def test_a_row_whose_partition_column_differs_from_its_folder(table, cache_dir, 
     column = original.schema.get_field_index("city")
     changed = original.set_column(column, "city", pa.array(["zzz"] * original.num_rows, original.schema.field(column).type))
     pq.write_table(changed, file)
-    _record_size(path, os.path.basename(file), os.path.getsize(file))
+    record_base_file_size(path, os.path.basename(file), os.path.getsize(file))
     con = hudi_duck.connect()
     with pytest.raises(Exception, match="extract_partition_values_from_path := false"):
         _read(con, path, extract_partition_values_from_path=True)
@@ -188,20 +189,6 @@ def test_a_row_whose_partition_column_differs_from_its_folder(table, cache_dir, 
     assert not diff_rows(stored, expected.select(["city", "id"]))
     assert "zzz" in stored.column("city").to_pylist()
 
-
-def _record_size(base: str, file_name: str, size: int) -> None:
-    """Record a rewritten base file's new size in the commit that wrote it."""
-    for commit in glob.glob(f"{base}/.hoodie/*commit"):
-        text = open(commit).read()
-        if file_name not in text:
-            continue
-        meta = json.loads(text)
-        for stats in meta["partitionToWriteStats"].values():
-            for stat in stats:
-                if stat["path"].endswith(file_name):
-                    stat["fileSizeInBytes"] = size
-        with open(commit, "w") as handle:
-            json.dump(meta, handle)
 
 
 def test_a_new_commit_merges_again(small_spark, table, cache_dir, materialized, tmp_path):

@@ -299,11 +299,17 @@ def write_parquet_batches(schema: pa.Schema, batches: Iterable[pa.RecordBatch], 
             for table in _row_groups(schema, batches):
                 writer.write_table(table)
             writer.add_key_value_metadata({_ENTRY_KEY: f"{key}:{_UNSEALED.decode()}"})
-        st = _seal_file(tmp, key)
-        os.replace(tmp, path)
+        _publish(tmp, path, key)
     except BaseException:
         _unlink(str(tmp))
         raise
+
+
+def _publish(tmp: Path, path: Path, key: str) -> None:
+    """Seal a written temporary file as entry ``key`` and move it to ``path``: the one way an entry
+    becomes visible, whoever wrote its rows."""
+    st = _seal_file(tmp, key)
+    os.replace(tmp, path)
     _remember(str(path), st, key)
     _wrote(path.parent, st.st_size)
 
@@ -322,13 +328,10 @@ def write_query_parquet(cursor, query: str, path: str | Path, key: str) -> None:
             f"COPY ({query}) TO '{target}' (FORMAT parquet, COMPRESSION zstd, "
             f"KV_METADATA {{'{_ENTRY_KEY}': '{seal}'}})"
         )
-        st = _seal_file(tmp, key)
-        os.replace(tmp, path)
+        _publish(tmp, path, key)
     except BaseException:
         _unlink(str(tmp))
         raise
-    _remember(str(path), st, key)
-    _wrote(path.parent, st.st_size)
 
 
 #: rows a streamed entry gathers into one row group (about what ``write_table`` makes)
