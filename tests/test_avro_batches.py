@@ -272,3 +272,124 @@ def test_a_batch_that_cannot_take_the_merge_schema_fails_as_each_block_alone(bat
     with pytest.raises(HudiError) as together:
         _take(batches, blocks[1])
     assert batch_decodes == [3] and str(together.value) == str(alone.value) and "mem.log@1" in str(together.value)
+
+
+# -- entries of many blocks computed together ------------------------------------------------------------------------
+
+
+def _many_slices(root: Path) -> list[FileSlice]:
+    """Slices whose blocks mix writer schemas with and without the ordering field, delete blocks and
+    records without a key (which have no entry), so each block's numbering and ordering show."""
+    no_key = json.dumps({"type": "record", "name": "r", "fields": FIELDS + [ORD]})
+
+    def keyless(i: int, n: int) -> bytes:
+        records = _records(i, n)
+        for j in range(0, n, 4):
+            records[j]["_hoodie_record_key"] = None
+        header = {HeaderKey.INSTANT_TIME: f"{2 + i:03d}", HeaderKey.SCHEMA: no_key}
+        return encode_block(BlockType.AVRO_DATA_BLOCK, header, encode_avro_records(records, no_key))
+
+    return [
+        _slice(root, "s0", [_data(0, WITH_ORD, 3), keyless(1, 9), _deletes(2, ["k3"]), _data(3, WITHOUT_ORD, 5)]),
+        _slice(root, "s1", [_data(4, WITHOUT_ORD, 2), _data(5, WITH_ORD, 120), _data(6, WITH_ORD, 1)]),
+        _slice(root, "s2", [keyless(7, 300), _deletes(8, ["k1", "k2"]), _data(9, WITH_ORD, 7)]),
+        _slice(root, "s3", [_data(10, WITHOUT_ORD, 140), _data(11, WITH_ORD, 140)]),
+    ]
+
+
+@pytest.mark.parametrize("pending", [1, 2, 3, 4096])
+def test_entries_of_many_blocks_computed_together_equal_each_block_alone(tmp_path, batch_decodes, monkeypatch, pending):
+    """However many blocks' entries are computed at once (``PENDING_PIECES``), each slice folds as
+    the core merge folds it block by block."""
+    from hudi_duck.duck import merge as duck_merge
+
+    monkeypatch.setattr(duck_merge, "PENDING_PIECES", pending)
+    slices = _many_slices(tmp_path)
+    ctx = _context(tmp_path, 12)
+    merged = merge_slices(ctx, slices)
+    alone = [core_merge(ctx, s) for s in slices]
+    assert [_outcome(m) for m in merged] == [_outcome(m) for m in alone]
+    assert [m.stats for m in merged] == [m.stats for m in alone]
+    assert all(rows for _, rows in map(_outcome, merged))
+
+
+def test_data_entries_of_pieces_number_each_piece_within_its_slice():
+    from hudi_duck.core.file_group.reader import (
+        ENTRY_KEY,
+        ENTRY_NEVER_COMPARED,
+        ENTRY_ORDERING,
+        ENTRY_ROW,
+        ENTRY_SEQ,
+        LogPiece,
+        data_entries,
+        entry_schema,
+    )
+
+    ctx = _context(Path("."), 1)
+    rows = [
+        pa.table({"_hoodie_record_key": ["a", None, "b"], "v": ["1", "2", "3"], "ord": [5, 6, 7]}, schema=SCHEMA),
+        pa.table({"_hoodie_record_key": ["c"], "v": ["4"], "ord": [None]}, schema=SCHEMA),
+        pa.table({"_hoodie_record_key": [None, "d"], "v": ["5", "6"], "ord": [8, 9]}, schema=SCHEMA),
+    ]
+    pieces = [LogPiece(rows[0], None, 10, 20, True, 1), LogPiece(rows[1], None, 0, 0, False, 1),
+              LogPiece(rows[2], None, 3, 4, True, 1)]
+    entries, piece_of = data_entries(ctx, pieces, entry_schema(ctx))
+    assert entries.column(ENTRY_KEY).to_pylist() == ["a", "b", "c", "d"]
+    assert piece_of.tolist() == [0, 0, 1, 2]
+    assert entries.column(ENTRY_SEQ).to_pylist() == [20, 22, 0, 5]
+    assert entries.column(ENTRY_ROW).to_pylist() == [10, 12, 0, 4]
+    assert entries.column(ENTRY_NEVER_COMPARED).to_pylist() == [False, False, True, False]
+    assert entries.column(ENTRY_ORDERING).to_pylist() == [5, 7, None, 9]
+    # each piece alone gives its own rows of the same entries
+    for i, piece in enumerate(pieces):
+        alone, _ = data_entries(ctx, [piece], entry_schema(ctx))
+        assert alone.equals(entries.filter(pa.array(piece_of == i)))
+
+
+def test_blocks_of_a_batch_are_sized_by_their_share_of_it(batch_decodes):
+    counts = [10, 100, 40, 250]
+    blocks = [_block(WITH_ORD, _records(i, n), i) for i, n in enumerate(counts)]
+    batches = TinyBlockBatches(blocks, 1 << 20, SCHEMA)
+    sized = [batches.take_sized(b) for b in blocks]
+    assert batch_decodes == [4]
+    whole = sum(t.num_rows for t, _ in sized)
+    total = pa.concat_tables([_alone(b) for b in blocks]).nbytes
+    sizes = [n for _, n in sized]
+    per_row = [n / c for n, c in zip(sizes, counts)]
+    assert max(per_row) - min(per_row) < 1, sizes  # each block's share by its record count
+    assert abs(sum(sizes) - total) <= total // 10 + len(blocks), (sizes, total)
+    assert whole == sum(counts)
+
+
+def test_a_merge_of_tiny_batched_blocks_still_spills_past_its_budget(tmp_path, batch_decodes, monkeypatch):
+    """The held bytes of blocks decoded in a batch count against the merge budget."""
+    from hudi_duck.core.config.read_settings import MergeMemory
+    from hudi_duck.duck import merge as duck_merge
+
+    slices = [_slice(tmp_path, f"s{i}", [_data(3 * i + j, WITH_ORD, 60) for j in range(3)]) for i in range(6)]
+    ctx = _context(tmp_path, 20)
+    tiny = SliceReadContext(ctx.storage, ctx.schema, ctx.merge, ctx.instants, memory=MergeMemory(64 * 1024, str(tmp_path / "spill")))
+    entries_computed: list[int] = []
+    started: list[int] = []  # entries computed when the spill started
+    real_start, real_entries = duck_merge.Spill.start, duck_merge.data_entries
+
+    def start(self):
+        started.append(len(entries_computed))
+        return real_start(self)
+
+    def entries(*args, **kwargs):
+        entries_computed.append(1)
+        return real_entries(*args, **kwargs)
+
+    monkeypatch.setattr(duck_merge.Spill, "start", start)
+    monkeypatch.setattr(duck_merge, "data_entries", entries)
+    merged = merge_slices(tiny, slices)
+    outcomes = []
+    for x in merged:
+        rows = pa.Table.from_batches(list(x.log_rows.to_batches()), schema=x.log_rows.schema)
+        outcomes.append((sorted(x.dropped_base_rows), sorted(tuple(r.values()) for r in rows.to_pylist())))
+        if isinstance(x.log_rows, duck_merge.SpilledRows):
+            x.log_rows.release()
+    # the decoded rows alone passed the budget: the spill started before any entries were computed
+    assert batch_decodes and started == [0], started
+    assert outcomes == [_outcome(core_merge(ctx, s)) for s in slices]

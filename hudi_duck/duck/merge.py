@@ -1,7 +1,7 @@
 """Merging one file slice's logs with DuckDB: the core's merge rule as SQL, run on columns.
 
 The log records of a slice are decoded to Arrow a block (or a run of a large
-block's records) at a time (``reader.iter_log_parts``) and the fold (each key's
+block's records) at a time (``reader.iter_log_pieces``) and the fold (each key's
 latest record, deletes, base rows replaced) runs as one DuckDB query rendered
 by ``core.merge.sql``: DuckDB sorts and joins in parallel and spills. Python
 only plans; no record key becomes a Python object. A merge whose decoded
@@ -42,8 +42,10 @@ from ..core.file_group.reader import (
     SliceLogMerge,
     SliceReadContext,
     entry_schema,
+    LogPiece,
+    data_entries,
     iter_base_keys,
-    iter_log_parts,
+    iter_log_pieces,
     read_base_keys,
     scan_stats,
     tiny_block_batches,
@@ -64,7 +66,9 @@ def _cursor() -> duckdb.DuckDBPyConnection:
     if cursor is None:
         with _connection_lock:
             if _connection is None:
-                _connection = duckdb.connect()
+                # merges match rows by slice, key and row number, never by position: DuckDB need not
+                # keep input order, so its threads fill tables and write cache entries without waiting
+                _connection = duckdb.connect(config={"preserve_insertion_order": False})
             cursor = _local.cursor = _connection.cursor()
     return cursor
 
@@ -179,7 +183,8 @@ def merge_slices(
         return [core_reader.merge_slice_logs(ctx, s) for s in slices]
     spill = Spill(ctx.memory)
     try:
-        collected = _collect(ctx, slices, spill)
+        decoded = _collect(ctx, slices, spill)
+        collected = decoded.slices
         active = [i for i, c in enumerate(collected) if c.records]
         for i in active:
             ctx.merge.require_supported(ctx.storage.uri(slices[i].log_files[0].path))
@@ -189,57 +194,103 @@ def merge_slices(
     except BaseException:
         spill.remove()
         raise
-    return _merge_in_memory(ctx, slices, collected, active, spec, base_relation)
+    return _merge_in_memory(ctx, slices, decoded, active, spec, base_relation)
 
 
 @dataclass
 class _Collected:
-    """One slice's decoded log records: in memory, or (once the merge spills) in its spill files."""
+    """One slice's decoded log records: its rows in memory, or (once the merge spills) in its spill file."""
 
     stats: dict[str, int]
     skipped: list[SkippedBlock]
     records: int = 0
     rows: list[pa.Table] = field(default_factory=list)
+
+
+@dataclass
+class _Decoded:
+    """A merge's decoded log records: each slice's, and the entries of all slices (``SLICE`` says
+    whose) while they are held in memory (once the merge spills, they are in its spill file)."""
+
+    slices: list[_Collected]
     entries: list[pa.Table] = field(default_factory=list)
 
 
-def _collect(ctx: SliceReadContext, slices: Sequence[FileSlice], spill: "Spill") -> list[_Collected]:
+#: Data pieces whose entries are computed together (a merge of many tiny slices pays per batch of
+#: pieces, not per log block); their rows are held anyway, so the batch adds no memory of its own.
+PENDING_PIECES = 4096
+
+
+def _collect(ctx: SliceReadContext, slices: Sequence[FileSlice], spill: "Spill") -> _Decoded:
     """Decode every slice's log blocks; spill them all once they pass ``HELD_SHARE`` of the budget."""
-    held = 0
-    collected: list[_Collected] = []
+    schema = entry_schema(ctx)
     scans = [scan_slice_logs(ctx.storage, slice_.log_files, ctx.admit) for slice_ in slices]
     batches = tiny_block_batches(ctx, scans)
+    decoded = _Decoded([_Collected({}, scan.skipped) for scan in scans])
+    limit = ctx.memory.max_size // HELD_SHARE
+    held = 0
+    pending: list[LogPiece] = []
+    owners: list[int] = []
+    pending_rows = 0
+
+    def hold(nbytes: int) -> None:
+        nonlocal held
+        if not spill.active:
+            held += nbytes
+            if held > limit:
+                _spill_held(decoded, spill)
+
+    def keep(entries: pa.Table, owner: np.ndarray) -> None:
+        entries = entries.append_column(SLICE, pa.array(owner, pa.int32()))
+        for i, n in enumerate(np.bincount(owner, minlength=len(scans)).tolist()):
+            if n:
+                decoded.slices[i].records += n
+        hold(entries.nbytes)
+        if spill.active:
+            spill.write(ENTRIES, entries)
+        else:
+            decoded.entries.append(entries)
+
+    def flush() -> None:
+        nonlocal pending, owners, pending_rows
+        if pending:
+            entries, piece_of = data_entries(ctx, pending, schema)
+            keep(entries, np.asarray(owners, np.int32)[piece_of])
+        pending, owners, pending_rows = [], [], 0
+
     for i, scan in enumerate(scans):
-        mine = _Collected({}, scan.skipped)
-        collected.append(mine)
-        for rows, entries in iter_log_parts(ctx, scan, batches):
-            entries = entries.append_column(SLICE, pa.array(np.full(entries.num_rows, i, np.int32)))
-            mine.records += entries.num_rows
-            if not spill.active:
-                held += entries.nbytes + (rows.nbytes if rows is not None else 0)
-                if held > ctx.memory.max_size // HELD_SHARE:
-                    _spill_held(collected, spill)
+        mine = decoded.slices[i]
+        for piece in iter_log_pieces(ctx, scan, batches):
+            if piece.rows is None:  # a delete block: its entries are decoded with it
+                assert piece.entries is not None
+                keep(piece.entries, np.full(piece.entries.num_rows, i, np.int32))
+                continue
+            hold(piece.nbytes)
             if spill.active:
-                spill.write(ENTRIES, entries)
-                if rows is not None:
-                    spill.write(_rows_name(i), rows)
+                spill.write(_rows_name(i), piece.rows)
             else:
-                mine.entries.append(entries)
-                if rows is not None:
-                    mine.rows.append(rows)
+                mine.rows.append(piece.rows)
+            pending.append(piece)
+            owners.append(i)
+            pending_rows += piece.rows.num_rows
+            if len(pending) >= PENDING_PIECES or pending_rows >= SPILL_ROW_GROUP:
+                flush()
+    flush()
+    for mine, scan in zip(decoded.slices, scans):
         mine.stats = scan_stats(scan, mine.records)
-    return collected
+    return decoded
 
 
-def _spill_held(collected: list[_Collected], spill: "Spill") -> None:
-    """Start spilling: what the slices hold so far goes to the spill files, in scan order."""
+def _spill_held(decoded: _Decoded, spill: "Spill") -> None:
+    """Start spilling: what the merge holds so far goes to the spill files, in scan order."""
     spill.start()
-    for j, earlier in enumerate(collected):
-        for table in earlier.entries:
-            spill.write(ENTRIES, table)
+    for table in decoded.entries:
+        spill.write(ENTRIES, table)
+    decoded.entries = []
+    for j, earlier in enumerate(decoded.slices):
         for table in earlier.rows:
             spill.write(_rows_name(j), table)
-        earlier.entries, earlier.rows = [], []
+        earlier.rows = []
 
 
 def _rows_name(index: int) -> str:
@@ -249,16 +300,17 @@ def _rows_name(index: int) -> str:
 def _merge_in_memory(
     ctx: SliceReadContext,
     slices: Sequence[FileSlice],
-    collected: list[_Collected],
+    decoded: _Decoded,
     active: list[int],
     spec: EngineOrdering | None,
     base_relation: BaseRelation | None = None,
 ) -> list[SliceLogMerge]:
     empty = ctx.schema.empty_table()
+    collected = decoded.slices
     merged = [SliceLogMerge(empty, [], c.stats, c.skipped) for c in collected]
     if not active:
         return merged
-    entries = pa.concat_tables([t for i in active for t in collected[i].entries])
+    entries = pa.concat_tables(decoded.entries)
     ordering_type = entries.schema.field(ENTRY_ORDERING).type
     if base_relation is not None:
         base = base_relation(active, ordering_type)

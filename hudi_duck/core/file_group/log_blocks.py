@@ -140,7 +140,7 @@ class TinyBlockBatches:
     def __init__(self, blocks: Iterable[LogBlock], max_bytes: int, target: pa.Schema):
         self._target = target
         self._batch_of: dict[int, list[LogBlock]] = {}
-        self._decoded: dict[int, pa.Table | None] = {}
+        self._decoded: dict[int, tuple[pa.Table, int] | None] = {}
         if compiled_reader() is None:
             return
         open_batches: dict[str, _Batch] = {}
@@ -164,6 +164,12 @@ class TinyBlockBatches:
     def take(self, block: LogBlock) -> pa.Table | None:
         """The rows of ``block`` shaped like the merge's schema, decoded with its batch; None when
         the block is not in a batch (or its batch did not decode together)."""
+        taken = self.take_sized(block)
+        return taken[0] if taken is not None else None
+
+    def take_sized(self, block: LogBlock) -> tuple[pa.Table, int] | None:
+        """``take`` with the bytes the block's rows hold: their share of the batch by row count
+        (measuring a slice of a batch column by column costs more than decoding it)."""
         members = self._batch_of.pop(id(block), None)
         if members is None:
             return None
@@ -182,9 +188,10 @@ class TinyBlockBatches:
                 table = align_to_schema(table, self._target, source)
             except HudiError:  # each block alone raises it, naming the block
                 table = None
+        per_row = table.nbytes / max(table.num_rows, 1) if table is not None else 0.0
         start = 0
         for block, count in zip(members, counts):
-            self._decoded[id(block)] = table.slice(start, count) if table is not None else None
+            self._decoded[id(block)] = (table.slice(start, count), int(per_row * count) + 1) if table is not None else None
             start += count
 
 
@@ -248,23 +255,34 @@ def iter_data_block(
     ``piece_bytes`` is decoded a run of records at a time (each run re-framed as a block of its
     own), so a merge never holds a large block decoded whole. A small block of ``batches`` is
     decoded with its batch (shaped like ``target``, the schema the batches align to)."""
-    rows = batches.take(block) if batches is not None else None
-    if rows is not None:
+    for rows, _ in iter_data_block_sized(block, target, piece_bytes, batches):
         yield rows
+
+
+def iter_data_block_sized(
+    block: LogBlock, target: pa.Schema, piece_bytes: int, batches: TinyBlockBatches | None = None
+) -> Iterator[tuple[pa.Table, int]]:
+    """``iter_data_block`` with the bytes each piece holds."""
+    taken = batches.take_sized(block) if batches is not None else None
+    if taken is not None:
+        yield taken
         return
     if block.block_type is not BlockType.AVRO_DATA_BLOCK or len(block.content) <= piece_bytes or not block.schema:
-        yield decode_data_block(block, target)
+        rows = decode_data_block(block, target)
+        yield rows, rows.nbytes
         return
     source = f"{block.file_path}@{block.offset}"
     count = _avro_block_count(block.content, source)
     if count < COMPILED_MIN_RECORDS:
-        yield decode_data_block(block, target)
+        rows = decode_data_block(block, target)
+        yield rows, rows.nbytes
         return
     content = memoryview(block.content)
     for start, end, n in _avro_runs(content, count, piece_bytes, source):
         piece = struct.pack(">ii", DATA_BLOCK_VERSION, n) + content[start:end]
         _release_pages(block, start, end)
-        yield _decode_run(block, piece, target)
+        rows = _decode_run(block, piece, target)
+        yield rows, rows.nbytes
 
 
 def _release_pages(block: LogBlock, start: int, end: int) -> None:

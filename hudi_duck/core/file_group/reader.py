@@ -35,7 +35,7 @@ from ..schema.evolution import align_to_schema
 from ..schema.meta_fields import IS_DELETED, OPERATION, RECORD_KEY
 from ..storage.storage import Storage
 from .file_slice import FileSlice
-from .log_blocks import TinyBlockBatches, decode_data_block, decode_delete_block, iter_data_block
+from .log_blocks import TinyBlockBatches, decode_data_block, decode_delete_block, iter_data_block_sized
 from .log_format import BlockType
 from .log_scanner import ScanResult, SkippedBlock, report_skipped_blocks, scan_slice_logs
 
@@ -209,7 +209,47 @@ def _data_block_entries(
     raw: pa.Table, aligned: pa.Table, ctx: SliceReadContext, first_row: int, first_seq: int, schema: pa.Schema
 ) -> pa.Table:
     """Entries of one data block's records, computed on columns."""
-    n = aligned.num_rows
+    carries = _carries_ordering(ctx, raw.column_names, raw.column_names)
+    piece = LogPiece(aligned, None, first_row, first_seq, carries, 0)
+    return data_entries(ctx, [piece], schema)[0]
+
+
+@dataclass
+class LogPiece:
+    """One log block's records, or a run of a large block's records, as an engine folds them.
+
+    A data piece holds its rows (output schema) and leaves its entries to ``data_entries``, which
+    computes them for many pieces at once (a merge of many tiny slices pays per batch of pieces,
+    not per block); a delete piece holds its entries. ``first_row`` and ``first_seq`` number its
+    records within its slice (row in the slice's log rows, position in the slice's scan)."""
+
+    rows: pa.Table | None
+    entries: pa.Table | None
+    first_row: int
+    first_seq: int
+    #: whether the block's writer schema has the ordering field (else its records have none)
+    carries_ordering: bool
+    #: what the piece's rows hold in memory (estimated for a block decoded in a batch)
+    nbytes: int
+
+    @property
+    def num_records(self) -> int:
+        return self.rows.num_rows if self.rows is not None else (self.entries.num_rows if self.entries is not None else 0)
+
+
+def _carries_ordering(ctx: SliceReadContext, block_columns: Sequence[str], columns: Sequence[str]) -> bool:
+    """Whether a block's records have ordering values: its writer schema and the output have the field."""
+    field_name = ctx.merge.ordering_field
+    return bool(field_name) and field_name in block_columns and field_name in columns
+
+
+def data_entries(ctx: SliceReadContext, pieces: Sequence[LogPiece], schema: pa.Schema) -> tuple[pa.Table, np.ndarray]:
+    """Entries of the records of data ``pieces`` (in piece order), computed on columns in one pass,
+    and for each entry the index of its piece. Records without a key have no entry."""
+    counts = np.fromiter((p.rows.num_rows for p in pieces), np.int64, len(pieces))  # type: ignore[union-attr]
+    aligned = pieces[0].rows if len(pieces) == 1 else pa.concat_tables([p.rows for p in pieces])  # type: ignore[misc]
+    assert aligned is not None
+    n = int(counts.sum())
     keys = ctx.keys(aligned)
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks()
@@ -217,25 +257,33 @@ def _data_block_entries(
     if IS_DELETED in ctx.schema.names and IS_DELETED in aligned.column_names:
         flags = aligned.column(IS_DELETED)
         if pa.types.is_boolean(flags.type):
-            deletes = pc.or_(deletes, pc.fill_null(flags, False))
+            deletes = pc.or_(deletes, pc.fill_null(flags, False).combine_chunks())
     if OPERATION in ctx.schema.names and OPERATION in aligned.column_names:
         is_op = pc.fill_null(pc.is_in(aligned.column(OPERATION), value_set=pa.array(_DELETE_OPERATIONS)), False)
-        deletes = pc.or_(deletes, is_op)
-    field_name = ctx.merge.ordering_field
+        deletes = pc.or_(deletes, is_op.combine_chunks() if isinstance(is_op, pa.ChunkedArray) else is_op)
     ordering_type = schema.field(ENTRY_ORDERING).type
-    if field_name and field_name in raw.column_names:
-        ordering = engine_column(raw.column(field_name)).cast(ordering_type)
-        never = pa.array(np.zeros(n, dtype=bool))
-    else:  # no ordering value: natural order for every record of the block
+    carries = np.fromiter((p.carries_ordering for p in pieces), bool, len(pieces))
+    field_name = ctx.merge.ordering_field
+    if carries.any():
+        ordering = engine_column(aligned.column(field_name)).cast(ordering_type)
+        if isinstance(ordering, pa.ChunkedArray):
+            ordering = ordering.combine_chunks()
+        never_np = ~np.repeat(carries, counts)
+        if never_np.any():  # no ordering value: natural order for every record of such a block
+            ordering = pc.if_else(pa.array(never_np), pa.nulls(n, ordering_type), ordering)
+    else:
         ordering = pa.nulls(n, ordering_type)
-        never = pa.array(np.ones(n, dtype=bool))
-    if isinstance(deletes, pa.ChunkedArray):
-        deletes = deletes.combine_chunks()
+        never_np = np.ones(n, dtype=bool)
+    never = pa.array(never_np)
+    offsets = np.concatenate(([0], np.cumsum(counts)[:-1])) if len(counts) else counts
+    positions = np.arange(n, dtype=np.int64)
+    firsts_seq = np.fromiter((p.first_seq for p in pieces), np.int64, len(pieces))
+    firsts_row = np.fromiter((p.first_row for p in pieces), np.int64, len(pieces))
     table = pa.Table.from_arrays(
         [
             keys.cast(pa.string()),
-            pa.array(np.arange(first_seq, first_seq + n, dtype=np.int64)),
-            pa.array(np.arange(first_row, first_row + n, dtype=np.int64)),
+            pa.array(positions + np.repeat(firsts_seq - offsets, counts)),
+            pa.array(positions + np.repeat(firsts_row - offsets, counts)),
             deletes,
             never,
             pc.and_(deletes, never),  # a delete without ordering value is in natural order
@@ -243,7 +291,11 @@ def _data_block_entries(
         ],
         schema=schema,
     )
-    return table.filter(pc.is_valid(table.column(ENTRY_KEY)))
+    piece_of = np.repeat(np.arange(len(pieces), dtype=np.int32), counts)
+    if keys.null_count:
+        valid = pc.is_valid(table.column(ENTRY_KEY)).combine_chunks()
+        return table.filter(valid), piece_of[valid.to_numpy(zero_copy_only=False)]
+    return table, piece_of
 
 
 def _delete_block_entries(block, ctx: SliceReadContext, first_seq: int, schema: pa.Schema) -> pa.Table:
@@ -287,30 +339,42 @@ def tiny_block_batches(ctx: SliceReadContext, scans: Sequence[ScanResult]) -> Ti
     return TinyBlockBatches((block for scan in scans for block in scan.blocks), _piece_bytes(ctx), ctx.schema)
 
 
-def iter_log_parts(
-    ctx: SliceReadContext, scan: ScanResult, batches: TinyBlockBatches | None = None
-) -> Iterator[tuple[pa.Table | None, pa.Table]]:
-    """The admitted log records of a scanned slice, a block (or a run of a large block's records)
-    at a time: its rows in the output schema (None for a delete block) and their entries, numbered
-    across the slice in scan order (no Python object per record of a data block). ``batches``: the
-    merge's small blocks decoded together (``tiny_block_batches``)."""
+def iter_log_pieces(ctx: SliceReadContext, scan: ScanResult, batches: TinyBlockBatches | None = None) -> Iterator[LogPiece]:
+    """The admitted log records of a scanned slice, a block (or a run of a large block's records) at
+    a time, numbered across the slice in scan order; data pieces get their entries from
+    ``data_entries``. ``batches``: the merge's small blocks decoded together (``tiny_block_batches``)."""
     schema = entry_schema(ctx)
     piece_bytes = _piece_bytes(ctx)
     rows = seq = 0
     for block in scan.blocks:
         if block.block_type is BlockType.DELETE_BLOCK:
             part = _delete_block_entries(block, ctx, seq, schema)
+            yield LogPiece(None, part, rows, seq, False, part.nbytes)
             seq += part.num_rows
-            yield None, part
             continue
-        for aligned in iter_data_block(block, ctx.schema, piece_bytes, batches):
+        carries: bool | None = None
+        for aligned, nbytes in iter_data_block_sized(block, ctx.schema, piece_bytes, batches):
             if aligned.num_rows == 0:
                 continue
-            raw = _raw_block_table(block, aligned)
-            entries = _data_block_entries(raw, aligned, ctx, rows, seq, schema)
+            if carries is None:
+                carries = _carries_ordering(ctx, _block_column_names(block, aligned), aligned.column_names)
+            yield LogPiece(aligned, None, rows, seq, carries, nbytes)
             rows += aligned.num_rows
             seq += aligned.num_rows
-            yield aligned, entries
+
+
+def iter_log_parts(
+    ctx: SliceReadContext, scan: ScanResult, batches: TinyBlockBatches | None = None
+) -> Iterator[tuple[pa.Table | None, pa.Table]]:
+    """``iter_log_pieces`` with each piece's entries: its rows in the output schema (None for a
+    delete block) and their entries (no Python object per record of a data block)."""
+    schema = entry_schema(ctx)
+    for piece in iter_log_pieces(ctx, scan, batches):
+        if piece.rows is None:
+            assert piece.entries is not None
+            yield None, piece.entries
+        else:
+            yield piece.rows, data_entries(ctx, [piece], schema)[0]
 
 
 def entry_schema(ctx: SliceReadContext) -> pa.Schema:
@@ -345,21 +409,25 @@ def scan_log_columns(ctx: SliceReadContext, slice_: FileSlice) -> LogColumns:
 
 def _raw_block_table(block, aligned: pa.Table) -> pa.Table:
     """Which columns the block itself carried (ordering from a missing column is 'none')."""
+    names = _block_column_names(block, aligned)
+    return aligned.select([n for n in aligned.column_names if n in names])
+
+
+def _block_column_names(block, aligned: pa.Table) -> Sequence[str]:
+    """The columns a data block's writer schema has (the output columns when it names none)."""
     from ..schema.avro_arrow import avro_field_names
 
     if block.block_type is BlockType.PARQUET_DATA_BLOCK:
         try:
-            names = pq.read_schema(pa.BufferReader(block.content)).names if block.content else []
+            return pq.read_schema(pa.BufferReader(block.content)).names if block.content else []
         except Exception as exc:  # pyarrow raises many types on a damaged footer
             raise CorruptFileError(
                 f"{block.file_path}@{block.offset}: cannot read the schema of the parquet data block "
                 f"of instant {block.instant_time} ({type(exc).__name__}: {exc})"
             ) from exc
-    elif block.schema:
-        names = avro_field_names(block.schema)
-    else:
-        names = aligned.column_names
-    return aligned.select([n for n in aligned.column_names if n in names])
+    if block.schema:
+        return avro_field_names(block.schema)
+    return aligned.column_names
 
 
 def corrupt_blocks(ctx: SliceReadContext, slice_: FileSlice) -> list[SkippedBlock]:
