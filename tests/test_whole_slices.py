@@ -171,6 +171,28 @@ def test_a_damaged_whole_entry_is_merged_again(table, cache_dir, materialized):
     assert len(materialized) == 2
 
 
+def test_a_merged_again_entry_reports_a_new_modified_time(table, cache_dir, materialized):
+    """DuckDB reuses bytes it read of a file while its modified time stays the same: an entry
+    merged again (its rows may come in another order) must report a new one."""
+    con = hudi_duck.connect()
+    first = _read(con, table)
+    (entry,) = cache_dir.glob("*.logrows.parquet")
+    fs = lazy.LazySliceFileSystem()
+    keys = [k for k, job in lazy.REGISTRY.jobs.items() if job.logrows_file == str(entry)]
+    assert len(keys) == 1
+    path = f"{lazy.PROTOCOL}://{keys[0]}/token/rows.parquet"
+    before = fs.modified(path)
+    assert before.timestamp() == pytest.approx(entry.stat().st_mtime, abs=1e-5)
+    data = bytearray(entry.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    entry.write_bytes(bytes(data))
+    _forget_plans()
+    assert not diff_rows(_read(con, table), first)
+    assert len(materialized) == 2
+    after = fs.modified(path)
+    assert after != before and after.timestamp() == pytest.approx(entry.stat().st_mtime, abs=1e-5)
+
+
 def test_a_row_whose_partition_column_differs_from_its_folder(table, cache_dir, tmp_path):
     """Values from the folders are checked for whole merged slices as for scanned base files."""
     path = str(tmp_path / "changed")

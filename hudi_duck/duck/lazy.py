@@ -66,6 +66,7 @@ ENV_MAX_MEMORY = "HUDI_DUCK_MAX_PLAN_MEMORY"
 DEFAULT_MAX_PLANS = 256
 DEFAULT_MAX_MEMORY = 256 * 1024**2
 _EPOCH = _dt.datetime(2000, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH_US = int(_EPOCH.timestamp()) * 1_000_000
 _SKIPPED_KEY = b"hudi_duck.skipped_corrupt_blocks"
 #: rough bytes a registered plan holds per slice, and a slice job without its merge loaded
 _SLICE_BYTES = 600
@@ -855,7 +856,15 @@ class LazySliceFileSystem(AbstractFileSystem):
         return [entry] if detail else [entry["name"]]
 
     def modified(self, path):
-        return _EPOCH
+        """When the file behind ``path`` was written: DuckDB keeps the bytes it read of a file and
+        reuses them while this time is unchanged, so an entry merged again (after damage or
+        eviction, with rows in another order) must not pass for the one it replaces."""
+        key, _ = _key_and_token(path)
+        try:
+            mtime_ns = os.stat(REGISTRY.job(key).logrows_file).st_mtime_ns
+        except OSError:  # not merged yet
+            return _EPOCH
+        return _EPOCH + _dt.timedelta(microseconds=mtime_ns // 1000 - _EPOCH_US)
 
     def created(self, path):
         return _EPOCH
