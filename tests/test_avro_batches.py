@@ -393,3 +393,20 @@ def test_a_merge_of_tiny_batched_blocks_still_spills_past_its_budget(tmp_path, b
     # the decoded rows alone passed the budget: the spill started before any entries were computed
     assert batch_decodes and started == [0], started
     assert outcomes == [_outcome(core_merge(ctx, s)) for s in slices]
+
+
+def test_joined_winners_are_each_slices_own(tmp_path, batch_decodes):
+    """A whole job's winning rows taken at once: each row is filed under its slice, and each
+    outcome counts its own winners."""
+    from hudi_duck.duck.merge import merge_slices_joined
+
+    slices = _many_slices(tmp_path)
+    ctx = _context(tmp_path, 12)
+    merged, joined = merge_slices_joined(ctx, slices)
+    alone = [core_merge(ctx, s) for s in slices]
+    assert joined is not None and joined.rows.num_rows == len(joined.slice_of) > 0
+    for i, (outcome, expected) in enumerate(zip(merged, alone)):
+        mine = joined.rows.filter(pa.array(joined.slice_of == i))
+        assert sorted(outcome.dropped_base_rows) == sorted(expected.dropped_base_rows)
+        assert sorted(tuple(r.values()) for r in mine.to_pylist()) == _outcome(expected)[1]
+        assert outcome.stats == expected.stats and outcome.log_rows.num_rows == 0

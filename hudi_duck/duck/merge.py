@@ -177,10 +177,34 @@ def merge_slices(
     DuckDB over those files with half the budget as its ``memory_limit`` (DuckDB
     spills there too). The spill folder is removed on every error, and by
     ``release`` once the winning rows are read."""
+    return _merge_job(ctx, slices, base_relation, joined=False)[0]
+
+
+@dataclass
+class JoinedWinners:
+    """The winning log rows of all slices of one merge in one table (in slice order), and the
+    slice of each row: a job of many tiny slices writes them at once, not slice by slice."""
+
+    rows: pa.Table
+    slice_of: np.ndarray  # int32, one per row
+
+
+def merge_slices_joined(
+    ctx: SliceReadContext, slices: Sequence[FileSlice], base_relation: BaseRelation | None = None
+) -> tuple[list[SliceLogMerge], JoinedWinners | None]:
+    """``merge_slices`` with the winning rows of an in-memory merge joined (the outcomes' own
+    ``log_rows`` are then empty; their statistics count them). A merge that spilled, or that the
+    core merges, gives None and its rows in the outcomes as ``merge_slices`` does."""
+    return _merge_job(ctx, slices, base_relation, joined=True)
+
+
+def _merge_job(
+    ctx: SliceReadContext, slices: Sequence[FileSlice], base_relation: BaseRelation | None, joined: bool
+) -> tuple[list[SliceLogMerge], JoinedWinners | None]:
     try:
         spec = _spec(ctx)
     except UnsupportedFeatureError:
-        return [core_reader.merge_slice_logs(ctx, s) for s in slices]
+        return [core_reader.merge_slice_logs(ctx, s) for s in slices], None
     spill = Spill(ctx.memory)
     try:
         decoded = _collect(ctx, slices, spill)
@@ -189,12 +213,12 @@ def merge_slices(
         for i in active:
             ctx.merge.require_supported(ctx.storage.uri(slices[i].log_files[0].path))
         if spill.active and active:
-            return _merge_spilled(ctx, slices, collected, active, spec, spill)
+            return _merge_spilled(ctx, slices, collected, active, spec, spill), None
         spill.remove()  # nothing to fold from it
     except BaseException:
         spill.remove()
         raise
-    return _merge_in_memory(ctx, slices, decoded, active, spec, base_relation)
+    return _merge_in_memory(ctx, slices, decoded, active, spec, base_relation, joined)
 
 
 @dataclass
@@ -304,12 +328,13 @@ def _merge_in_memory(
     active: list[int],
     spec: EngineOrdering | None,
     base_relation: BaseRelation | None = None,
-) -> list[SliceLogMerge]:
+    joined: bool = False,
+) -> tuple[list[SliceLogMerge], JoinedWinners | None]:
     empty = ctx.schema.empty_table()
     collected = decoded.slices
     merged = [SliceLogMerge(empty, [], c.stats, c.skipped) for c in collected]
     if not active:
-        return merged
+        return merged, (JoinedWinners(empty, np.empty(0, np.int32)) if joined else None)
     entries = pa.concat_tables(decoded.entries)
     ordering_type = entries.schema.field(ENTRY_ORDERING).type
     if base_relation is not None:
@@ -326,13 +351,39 @@ def _merge_in_memory(
         cursor.unregister("base")
     dropped_of, winners_of = _rows_by_slice(outcome)
     none = np.empty(0, np.int64)
+    if joined:
+        return merged, _joined_winners(collected, active, winners_of, dropped_of, merged, empty)
     for i in active:
         dropped, winners = dropped_of.get(i, none), winners_of.get(i, none)
         rows = collected[i].rows
         log_table = pa.concat_tables(rows) if rows else empty
         log_rows = log_table.take(pa.array(winners)) if len(winners) else empty
         merged[i] = _outcome(merged[i], log_rows, dropped)
-    return merged
+    return merged, None
+
+
+def _joined_winners(
+    collected: list[_Collected],
+    active: list[int],
+    winners_of: dict[int, np.ndarray],
+    dropped_of: dict[int, np.ndarray],
+    merged: list[SliceLogMerge],
+    empty: pa.Table,
+) -> JoinedWinners:
+    """Every active slice's winning rows taken at once from all their log rows (one ``take``,
+    not one per slice); each outcome keeps what it dropped and counts its winners."""
+    none = np.empty(0, np.int64)
+    counts = np.array([sum(t.num_rows for t in collected[i].rows) for i in active], np.int64)
+    starts = dict(zip(active, (np.cumsum(counts) - counts).tolist()))
+    picks = [(i, winners_of[i]) for i in active if i in winners_of]
+    for i in active:
+        merged[i] = _outcome(merged[i], empty, dropped_of.get(i, none), log_row_count=len(winners_of.get(i, none)))
+    if not picks:
+        return JoinedWinners(empty, np.empty(0, np.int32))
+    rows = pa.concat_tables([t for i in active for t in collected[i].rows])
+    taken = rows.take(pa.array(np.concatenate([w + starts[i] for i, w in picks])))
+    slice_of = np.concatenate([np.full(len(w), i, np.int32) for i, w in picks])
+    return JoinedWinners(taken, slice_of)
 
 
 def _rows_by_slice(outcome: pa.Table) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
@@ -365,11 +416,14 @@ def _group(slices: np.ndarray, rows: np.ndarray) -> dict[int, np.ndarray]:
     return {int(i): rows[a:b] for i, a, b in zip(found, starts, ends)}
 
 
-def _outcome(merge: SliceLogMerge, log_rows: "pa.Table | SpilledRows", dropped: np.ndarray) -> SliceLogMerge:
-    """The merge's result; a spilled merge keeps its dropped rows as an array (no object per row)."""
+def _outcome(
+    merge: SliceLogMerge, log_rows: "pa.Table | SpilledRows", dropped: np.ndarray, log_row_count: int | None = None
+) -> SliceLogMerge:
+    """The merge's result; a spilled merge keeps its dropped rows as an array (no object per row).
+    ``log_row_count``: the winners when they are held elsewhere (``JoinedWinners``)."""
     stats = merge.stats
     stats["dropped_base_rows"] = len(dropped)
-    stats["log_rows"] = log_rows.num_rows
+    stats["log_rows"] = log_rows.num_rows if log_row_count is None else log_row_count
     rows = dropped if isinstance(log_rows, SpilledRows) else dropped.tolist()
     return SliceLogMerge(log_rows, rows, stats, merge.skipped_blocks)
 

@@ -106,10 +106,13 @@ def materialize(plan: ReadPlan, ctx: SliceReadContext, slices: Sequence[FileSlic
             return _base_relation(cursor, ctx, table if scans else None, files, active, ordering_type)
 
         use_duckdb = ctx.key_generator is None and _ordering_from_duckdb(ctx)
-        merged = merge.merge_slices(ctx, slices, base_relation if use_duckdb else None)
+        merged, joined = merge.merge_slices_joined(ctx, slices, base_relation if use_duckdb else None)
         if reading is not None:
             reading.wait()
-        _write_winners(ctx, slices, merged, winners_file)
+        if joined is not None:
+            _write_joined_winners(ctx, slices, joined, winners_file)
+        else:
+            _write_winners(ctx, slices, merged, winners_file)
         cursor.register(dropped_view, _dropped(uris, merged))
         parts = []
         if scans:
@@ -224,6 +227,15 @@ def _write_winners(ctx: SliceReadContext, slices: Sequence[FileSlice], merged: l
                 writer.write_table(pa.Table.from_batches(pending, schema=schema))
                 pending, rows = [], 0
         writer.write_table(pa.Table.from_batches(pending, schema=schema))
+
+
+def _write_joined_winners(ctx: SliceReadContext, slices: Sequence[FileSlice], joined: merge.JoinedWinners, path: Path) -> None:
+    """``_write_winners`` for winning rows held in one table: written at once, with each row's
+    partition path taken from its slice."""
+    partitions = pa.array([s.partition_path for s in slices], pa.string()).take(pa.array(joined.slice_of, pa.int32()))
+    columns = [joined.rows.column(i) for i in range(joined.rows.num_columns)] + [partitions]
+    table = pa.Table.from_arrays(columns, schema=whole_schema(ctx.schema))
+    pq.write_table(table, str(path), compression="lz4", row_group_size=_WINNERS_ROW_GROUP)
 
 
 def _dropped(uris: dict[int, str], merged: list[SliceLogMerge]) -> pa.Table:
