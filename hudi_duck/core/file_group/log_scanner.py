@@ -111,14 +111,21 @@ def _ranged_blocks(storage: Storage, log: LogFile, unread: frozenset[BlockType])
     )
 
 
+#: Local log files larger than this are memory-mapped (their data blocks are read by ranges).
+MAP_MIN_BYTES = 1024 * 1024
+
+
 def _log_bytes(storage: Storage, rel: str) -> "bytes | mmap.mmap":
     """A log file's bytes; a local file is memory-mapped, so data blocks are read by ranges
     (and their pages released, ``log_blocks.iter_data_block``) instead of held whole."""
     if storage.is_local:
         try:
             with open(storage.abs(rel), "rb") as handle:
-                if os.fstat(handle.fileno()).st_size:
+                size = os.fstat(handle.fileno()).st_size
+                if size > MAP_MIN_BYTES:
                     return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+                if size:  # a small file is cheaper read than mapped (and is held whole anyway)
+                    return handle.read()
         except (OSError, ValueError):  # not mappable: storage reads it (and names a missing file)
             return storage.read(rel)
     return storage.read(rel)
