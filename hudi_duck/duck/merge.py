@@ -53,6 +53,7 @@ from ..core.file_group.reader import (
 from ..core.file_group.log_scanner import SkippedBlock, scan_slice_logs
 from ..core.merge.ordering import EngineOrdering, engine_column, engine_ordering
 from ..core.merge.sql import base_survives_sql, latest_log_records_sql, log_ranks_sql
+from .quoting import quote_literal
 
 _local = threading.local()
 _connection_lock = threading.Lock()
@@ -635,7 +636,7 @@ def _fold_spilled(
     winners: dict[int, list[np.ndarray]] = {i: [] for i in active}
     try:
         for name in (ENTRIES, BASE):
-            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({_literal(spill.path(name))})")
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({quote_literal(spill.path(name))})")
         reader = _reader(con.sql(merge_sql(ctx, spec)))
         try:
             for batch in reader:
@@ -677,7 +678,3 @@ def _reader(relation: duckdb.DuckDBPyRelation) -> pa.RecordBatchReader:
         if method is not None:
             return method(SPILL_ROW_GROUP)
     raise AttributeError("this DuckDB version offers no Arrow reader on query results")
-
-
-def _literal(path: Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"

@@ -29,6 +29,7 @@ import duckdb
 
 from ..core.errors import HudiError
 from ..core.storage.storage import Storage
+from .quoting import quote_literal
 
 log = logging.getLogger("hudi_duck")
 
@@ -79,15 +80,11 @@ class S3Secret:
             ("URL_STYLE", self.url_style),
         ):
             if value is not None:
-                params.append(f"{keyword} {_literal(value)}")
+                params.append(f"{keyword} {quote_literal(value)}")
         if self.use_ssl is not None:
             params.append(f"USE_SSL {'true' if self.use_ssl else 'false'}")
-        params.append(f"SCOPE {_literal(scope)}")
+        params.append(f"SCOPE {quote_literal(scope)}")
         return f"CREATE OR REPLACE TEMPORARY SECRET {name} ({', '.join(params)})"
-
-
-def _literal(value: str) -> str:
-    return "'" + str(value).replace("'", "''") + "'"
 
 
 def s3_secret(options: dict[str, Any]) -> tuple[S3Secret | None, str]:

@@ -32,6 +32,7 @@ from ..core.table.filters import ColumnFilter
 from ..core.table.read_plan import ReadPlan
 from . import cache, lazy
 from . import whole as whole_slices
+from .quoting import list_literal, quote_ident, quote_literal
 
 FILENAME_COL = "_hd_filename"
 #: Above this many partition folders, a folder's values are looked up in a MAP instead of a CASE.
@@ -42,18 +43,6 @@ STORED_PREFIX = "_hd_stored_"
 
 _PROVE_ALL_UP_TO = 256  # base files in hive-style folders a plan proves whatever their size
 _PROOF_MIN_BYTES = 1 << 20  # beyond that count, files at least this big (~600 KB of rows past the bloom filter)
-
-
-def quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def quote_literal(value: str) -> str:
-    return "'" + str(value).replace("'", "''") + "'"
-
-
-def list_literal(values: Iterable[str]) -> str:
-    return "[" + ", ".join(quote_literal(v) for v in values) + "]"
 
 
 @dataclass

@@ -31,6 +31,7 @@ from ..core.merge.ordering import engine_column
 from ..core.schema.meta_fields import RECORD_KEY
 from ..core.table.read_plan import ReadPlan
 from . import cache, merge
+from .quoting import quote_ident, quote_literal
 
 #: The partition path of each row of a whole merged job (dropped from the query's output).
 PARTITION_COL = "_hd_partition"
@@ -56,10 +57,6 @@ def whole_schema(schema: pa.Schema) -> pa.Schema:
     return schema.append(pa.field(PARTITION_COL, pa.string()))
 
 
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def _ordering_from_duckdb(ctx: SliceReadContext) -> bool:
     name = ctx.merge.ordering_field
     if not name or name not in ctx.schema.names:
@@ -79,13 +76,13 @@ def materialize(plan: ReadPlan, ctx: SliceReadContext, slices: Sequence[FileSlic
     tag = uuid.uuid4().hex
     table, files_view, dropped_view = f"_hd_whole_{tag}", f"_hd_files_{tag}", f"_hd_dropped_{tag}"
     uris = {i: plan.location.uri(s.base_file.path) for i, s in enumerate(slices) if s.base_file is not None}
-    projection = ", ".join(_quote(f.name) for f in ctx.schema)
+    projection = ", ".join(quote_ident(f.name) for f in ctx.schema)
     scans = []
     for evolved in (False, True):
         group = [uri for i, uri in uris.items() if plan.has_table_schema(slices[i]) != evolved]
         if group:
             scan = scan_sql(ctx.schema, group, evolved, with_rows=True)
-            scans.append(f"SELECT {projection}, {_quote(FILENAME_COL)}, {ROW_COL} FROM {scan}")
+            scans.append(f"SELECT {projection}, {quote_ident(FILENAME_COL)}, {ROW_COL} FROM {scan}")
     files = pa.table(
         {
             _FILE: pa.array(list(uris.values()), pa.string()),
@@ -117,11 +114,11 @@ def materialize(plan: ReadPlan, ctx: SliceReadContext, slices: Sequence[FileSlic
         parts = []
         if scans:
             parts.append(
-                f"SELECT {', '.join('b.' + _quote(f.name) for f in ctx.schema)}, f.{PARTITION_COL} FROM {table} AS b "
-                f"ANTI JOIN {dropped_view} AS d ON b.{_quote(FILENAME_COL)} = d.{_FILE} AND b.{ROW_COL} = d.{_ROW} "
-                f"JOIN {files_view} AS f ON b.{_quote(FILENAME_COL)} = f.{_FILE}"
+                f"SELECT {', '.join('b.' + quote_ident(f.name) for f in ctx.schema)}, f.{PARTITION_COL} FROM {table} AS b "
+                f"ANTI JOIN {dropped_view} AS d ON b.{quote_ident(FILENAME_COL)} = d.{_FILE} AND b.{ROW_COL} = d.{_ROW} "
+                f"JOIN {files_view} AS f ON b.{quote_ident(FILENAME_COL)} = f.{_FILE}"
             )
-        winners_scan = f"read_parquet([{_literal(cache.schema_file(whole_schema(ctx.schema)))}, {_literal(str(winners_file))}])"
+        winners_scan = f"read_parquet([{quote_literal(cache.schema_file(whole_schema(ctx.schema)))}, {quote_literal(str(winners_file))}])"
         parts.append(f"SELECT {projection}, {PARTITION_COL} FROM {winners_scan}")
         cache.write_query_parquet(cursor, " UNION ALL ".join(parts), path, key)
     finally:
@@ -184,7 +181,7 @@ def _base_relation(
         rows = pa.table({FILENAME_COL: pa.array([], pa.string()), ROW_COL: pa.array([], pa.int64()),
                          RECORD_KEY: pa.array([], pa.string())})
     else:
-        columns = [_quote(FILENAME_COL), ROW_COL, _quote(RECORD_KEY)] + ([_quote(ordering)] if with_ordering else [])
+        columns = [quote_ident(FILENAME_COL), ROW_COL, quote_ident(RECORD_KEY)] + ([quote_ident(ordering)] if with_ordering else [])
         rows = cursor.sql(f"SELECT {', '.join(columns)} FROM {table}").to_arrow_table()
     names = files.column(_FILE).to_pylist()
     slice_of = dict(zip(names, files.column(merge.SLICE).to_pylist()))
@@ -252,7 +249,3 @@ def _dropped(uris: dict[int, str], merged: list[SliceLogMerge]) -> pa.Table:
             _ROW: pa.array(np.concatenate(rows) if rows else np.empty(0, np.int64), pa.int64()),
         }
     )
-
-
-def _literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
