@@ -4,9 +4,11 @@ table's map order needs it."""
 
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
+from fsspec.implementations.local import LocalFileSystem
 
 from hudi_duck import open_table
 from hudi_duck.core.metadata.java import string_hash
@@ -40,6 +42,40 @@ def test_file_names_of_a_folder(tmp_path):
     assert storage.file_names(".hoodie") == ["001.commit", "001.commit.requested", "hoodie.properties"]
     assert storage.file_names("absent") == []
     assert storage.file_names(".hoodie/hoodie.properties") == []  # a file, not a folder
+
+
+def _fsspec_list(storage: Storage, rel: str) -> list:
+    """``Storage.list`` the way fsspec's local filesystem answers (the non-local path)."""
+    storage.protocol = "fsspec"
+    try:
+        return storage.list(rel)
+    finally:
+        storage.protocol = "file"
+
+
+def test_local_listing_is_fsspecs(tmp_path):
+    """A local folder read with one scandir lists what fsspec's ``ls`` does: names, sizes,
+    folders, times, links (a link is not a folder, its size is its target's), absent folders."""
+    root = tmp_path / "t"
+    (root / "p=1" / "sub").mkdir(parents=True)
+    (root / "p=1" / "a.parquet").write_bytes(b"x" * 10)
+    (root / "p=1" / ".a_1.log.1_0-1-2").write_bytes(b"y" * 3)
+    (root / "p=1" / "empty").write_bytes(b"")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "big").write_bytes(b"z" * 1234)
+    os.symlink(outside / "big", root / "p=1" / "linked")
+    os.symlink(outside, root / "p=1" / "linked-folder")
+    os.symlink(tmp_path / "nowhere", root / "p=1" / "dangling")
+    storage = Storage(str(root))
+    assert isinstance(storage.fs, LocalFileSystem) and storage.is_local
+    for rel in ("", "p=1", "p=1/sub", "absent", "p=1/a.parquet"):
+        assert storage.list(rel) == _fsspec_list(storage, rel), rel
+    listed = {info.name: info for info in storage.list("p=1")}
+    assert listed["linked"].size == 1234 and not listed["linked"].is_dir
+    assert not listed["linked-folder"].is_dir and listed["dangling"].size == 0
+    assert listed["sub"].is_dir and listed["a.parquet"].size == 10
+    assert [info.path for info in storage.list("p=1")][:2] == ["p=1/.a_1.log.1_0-1-2", "p=1/a.parquet"]
 
 
 def _java_hash(text: str) -> int:

@@ -232,6 +232,8 @@ def canonical(value: Any) -> Any:
         )
     if kind is tuple or kind is list:
         return tuple(canonical(v) for v in value)
+    if kind is PartitionValues:  # one per partition folder, twice in a plan: the dataclass form, made directly
+        return ("PartitionValues", ("path", canonical(value.path)), ("values", canonical(value.values)))
     if kind is frozenset or kind is set:
         return ("set",) + tuple(sorted((canonical(v) for v in value), key=repr))
     if isinstance(value, enum.Enum):
@@ -239,10 +241,15 @@ def canonical(value: Any) -> Any:
     if isinstance(value, dict):
         return ("map",) + tuple(sorted(((canonical(k), canonical(v)) for k, v in value.items()), key=repr))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return (kind.__name__,) + tuple((f.name, canonical(getattr(value, f.name))) for f in dataclasses.fields(value))
+        return (kind.__name__,) + tuple((name, canonical(getattr(value, name))) for name in _field_names(kind))
     if isinstance(value, pa.Schema):
         return value.to_string(show_field_metadata=True, show_schema_metadata=True)
     return repr(value)
+
+
+@functools.lru_cache(maxsize=None)
+def _field_names(kind: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(kind))
 
 
 EARLIEST = "earliest"
