@@ -70,7 +70,16 @@ def test_local_listing_is_fsspecs(tmp_path):
     storage = Storage(str(root))
     assert isinstance(storage.fs, LocalFileSystem) and storage.is_local
     for rel in ("", "p=1", "p=1/sub", "absent", "p=1/a.parquet"):
-        assert storage.list(rel) == _fsspec_list(storage, rel), rel
+        fsspecs = _fsspec_list(storage, rel)
+        assert storage.list(rel) == fsspecs, rel
+        # what a search for partitions reads: names, sizes of files, folders (without a stat of their own)
+        entries = [(info.name, 0 if info.is_dir else info.size, info.is_dir) for info in fsspecs]
+        assert storage.list_entries(rel) == entries, rel
+        storage.protocol = "fsspec"
+        try:
+            assert storage.list_entries(rel) == entries, rel
+        finally:
+            storage.protocol = "file"
     listed = {info.name: info for info in storage.list("p=1")}
     assert listed["linked"].size == 1234 and not listed["linked"].is_dir
     assert not listed["linked-folder"].is_dir and listed["dangling"].size == 0

@@ -93,16 +93,22 @@ def _mtime(entry: dict[str, Any]) -> float | None:
     return None
 
 
-def scan_local_folder(path: str) -> list[tuple[str, int, bool, float]]:
+def scan_local_folder(path: str, stat_folders: bool = True) -> list[tuple[str, int, bool, float | None]]:
     """(name, size, is a folder, mtime) of the entries of a local folder, sorted by name; an
     absent folder (or a file) has none. One ``scandir``, and the entries fsspec's local ``ls``
     gives (a link is not a folder, its size is its target's, its time its own) without fsspec's
-    path handling per entry, which cost most of planning a table of many partitions."""
+    path handling per entry, which cost most of planning a table of many partitions.
+    ``stat_folders`` False: a folder is known from the folder's listing alone (size 0, no
+    mtime), without a ``stat`` of its own."""
     out = []
     try:
         with os.scandir(path) as entries:
             for entry in entries:
                 try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    if is_dir and not stat_folders:
+                        out.append((entry.name, 0, True, None))
+                        continue
                     info = entry.stat(follow_symlinks=False)
                     size = info.st_size
                     if entry.is_symlink():
@@ -110,7 +116,6 @@ def scan_local_folder(path: str) -> list[tuple[str, int, bool, float]]:
                             size = entry.stat(follow_symlinks=True).st_size
                         except OSError:
                             size = 0
-                    is_dir = entry.is_dir(follow_symlinks=False)
                 except FileNotFoundError:
                     continue  # gone since the folder was read
                 out.append((entry.name, size, is_dir, float(info.st_mtime)))
@@ -230,6 +235,14 @@ class Storage:
             full = f"{path}/{name}" if path != "/" else f"/{name}"
             out.append(FileInfo(full[prefix_len:] if full.startswith(root) else full, size, is_dir, mtime))
         return out
+
+    def list_entries(self, rel: str = "") -> list[tuple[str, int, bool]]:
+        """(name, size, is a folder) of the entries directly under ``rel``, sorted by name (an absent
+        folder has none; a folder's size is 0). What a search for partitions needs of each folder:
+        no entry objects, no ``stat`` of a local folder's subfolders."""
+        if not self.is_local:
+            return [(info.name, 0 if info.is_dir else info.size, info.is_dir) for info in self.list(rel)]
+        return [(name, size, is_dir) for name, size, is_dir, _ in scan_local_folder(self.abs(rel), stat_folders=False)]
 
     def file_names(self, rel: str = "") -> list[str]:
         """Names of the entries directly under ``rel`` that are not folders (sorted); an absent

@@ -98,13 +98,13 @@ class StorageListing:
         stack = [""]
         while stack:
             current = stack.pop()
-            entries = self.storage.list(current)
-            if any((not e.is_dir) and is_partition_metafile(e.name) for e in entries):
+            entries = self.storage.list_entries(current)
+            if any((not is_dir) and is_partition_metafile(name) for name, _, is_dir in entries):
                 found.append(current)
                 self._walked[current] = entries
-            for entry in entries:
-                if entry.is_dir and entry.name not in _SKIP_DIRS and not entry.name.startswith("."):
-                    stack.append(entry.path)
+            for name, _, is_dir in entries:
+                if is_dir and name not in _SKIP_DIRS and not name.startswith("."):
+                    stack.append(f"{current}/{name}" if current else name)
         if not found and not self.config.is_partitioned:
             found.append("")
         return sorted(found)
@@ -113,8 +113,8 @@ class StorageListing:
         """(file name, size) of the files directly in ``partition``."""
         entries = self._walked.pop(partition, None)
         if entries is None:
-            entries = self.storage.list(partition)
-        return [(info.name, info.size) for info in entries if not info.is_dir]
+            entries = self.storage.list_entries(partition)
+        return [(name, size) for name, size, is_dir in entries if not is_dir]
 
 
 class FileListing(Protocol):
