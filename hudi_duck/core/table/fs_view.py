@@ -218,13 +218,17 @@ class FileSystemView:
                 group.set_base(base.instant_time, base)
         if logs:
             logs.sort(key=LogFile.sort_key)
+            #: (file id, slice) -> its logs in order: each slice is made once, however many logs it has
+            slice_logs: dict[tuple[str, str], list[LogFile]] = {}
             for log in logs:
                 group = groups.get(log.file_id)
                 if group is None:
                     group = groups[log.file_id] = FileGroup(partition, log.file_id)
                 key = self._slice_key_of_log(group, log)
                 if key is not None:
-                    group.add_log(key, log)
+                    slice_logs.setdefault((log.file_id, key), []).append(log)
+            for (file_id, key), in_slice in slice_logs.items():
+                groups[file_id].add_logs(key, in_slice)
         return [g for g in groups.values() if g.slices]
 
     def _slice_key_of_log(self, group: FileGroup, log: LogFile) -> str | None:
