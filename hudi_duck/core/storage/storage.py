@@ -18,7 +18,7 @@ import os
 import posixpath
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import fsspec
 from fsspec.core import url_to_fs
@@ -93,21 +93,23 @@ def _mtime(entry: dict[str, Any]) -> float | None:
     return None
 
 
-def scan_local_folder(path: str, stat_folders: bool = True) -> list[tuple[str, int, bool, float | None]]:
+def scan_local_folder(
+    path: str, stat_folders: bool = True, unsized: Callable[[str], bool] | None = None
+) -> list[tuple[str, int, bool, float | None]]:
     """(name, size, is a folder, mtime) of the entries of a local folder, sorted by name; an
     absent folder (or a file) has none. One ``scandir``, and the entries fsspec's local ``ls``
     gives (a link is not a folder, its size is its target's, its time its own) without fsspec's
     path handling per entry, which cost most of planning a table of many partitions.
     ``stat_folders`` False: a folder is known from the folder's listing alone (size 0, no
-    mtime), without a ``stat`` of its own."""
+    mtime), without a ``stat`` of its own; so is a file whose name ``unsized`` accepts."""
     out = []
     try:
         with os.scandir(path) as entries:
             for entry in entries:
                 try:
                     is_dir = entry.is_dir(follow_symlinks=False)
-                    if is_dir and not stat_folders:
-                        out.append((entry.name, 0, True, None))
+                    if (not stat_folders and is_dir) or (unsized is not None and not is_dir and unsized(entry.name)):
+                        out.append((entry.name, 0, is_dir, None))
                         continue
                     info = entry.stat(follow_symlinks=False)
                     size = info.st_size
@@ -236,13 +238,18 @@ class Storage:
             out.append(FileInfo(full[prefix_len:] if full.startswith(root) else full, size, is_dir, mtime))
         return out
 
-    def list_entries(self, rel: str = "") -> list[tuple[str, int, bool]]:
+    def list_entries(self, rel: str = "", unsized: Callable[[str], bool] | None = None) -> list[tuple[str, int, bool]]:
         """(name, size, is a folder) of the entries directly under ``rel``, sorted by name (an absent
-        folder has none; a folder's size is 0). What a search for partitions needs of each folder:
-        no entry objects, no ``stat`` of a local folder's subfolders."""
+        folder has none; a folder's size is 0, and so is a file's whose name ``unsized`` accepts).
+        What a search for partitions needs of each folder: no entry objects, no ``stat`` of a
+        local folder's subfolders nor of files whose size it does not need."""
         if not self.is_local:
-            return [(info.name, 0 if info.is_dir else info.size, info.is_dir) for info in self.list(rel)]
-        return [(name, size, is_dir) for name, size, is_dir, _ in scan_local_folder(self.abs(rel), stat_folders=False)]
+            return [
+                (info.name, 0 if info.is_dir or (unsized is not None and unsized(info.name)) else info.size, info.is_dir)
+                for info in self.list(rel)
+            ]
+        entries = scan_local_folder(self.abs(rel), stat_folders=False, unsized=unsized)
+        return [(name, size, is_dir) for name, size, is_dir, _ in entries]
 
     def file_names(self, rel: str = "") -> list[str]:
         """Names of the entries directly under ``rel`` that are not folders (sorted); an absent

@@ -98,7 +98,7 @@ class StorageListing:
         stack = [""]
         while stack:
             current = stack.pop()
-            entries = self.storage.list_entries(current)
+            entries = self.storage.list_entries(current, unsized=is_partition_metafile)
             if any((not is_dir) and is_partition_metafile(name) for name, _, is_dir in entries):
                 found.append(current)
                 self._walked[current] = entries
@@ -110,11 +110,12 @@ class StorageListing:
         return sorted(found)
 
     def files(self, partition: str) -> list[tuple[str, int]]:
-        """(file name, size) of the files directly in ``partition``."""
+        """(file name, size) of the files directly in ``partition``, but its partition metafile
+        (as the metadata table's ``files`` partition lists them)."""
         entries = self._walked.pop(partition, None)
         if entries is None:
-            entries = self.storage.list_entries(partition)
-        return [(name, size) for name, size, is_dir in entries if not is_dir]
+            entries = self.storage.list_entries(partition, unsized=is_partition_metafile)
+        return [(name, size) for name, size, is_dir in entries if not is_dir and not is_partition_metafile(name)]
 
 
 class FileListing(Protocol):
@@ -217,8 +218,11 @@ class FileSystemView:
                     group = groups[base.file_id] = FileGroup(partition, base.file_id)
                 group.set_base(base.instant_time, base)
         if logs:
-            logs.sort(key=LogFile.sort_key)
-            #: (file id, slice) -> its logs in order: each slice is made once, however many logs it has
+            # file groups of logs alone come in Hudi's log order; else only a slice's logs need it
+            in_order = any(log.file_id not in groups for log in logs)
+            if in_order:
+                logs.sort(key=LogFile.sort_key)
+            #: (file id, slice) -> its logs: each slice is made once, however many logs it has
             slice_logs: dict[tuple[str, str], list[LogFile]] = {}
             for log in logs:
                 group = groups.get(log.file_id)
@@ -228,6 +232,8 @@ class FileSystemView:
                 if key is not None:
                     slice_logs.setdefault((log.file_id, key), []).append(log)
             for (file_id, key), in_slice in slice_logs.items():
+                if len(in_slice) > 1 and not in_order:
+                    in_slice.sort(key=LogFile.sort_key)  # Hudi's log order within the slice
                 groups[file_id].add_logs(key, in_slice)
         return [g for g in groups.values() if g.slices]
 
