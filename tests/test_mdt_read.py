@@ -28,6 +28,7 @@ from hudi_duck.core.metadata import layout
 from hudi_duck.core.metadata.data_skipping import skip_slices, stat_value
 from hudi_duck.core.metadata.files_reader import MetadataTableError
 from hudi_duck.core.metadata.records import column_stats_record, partition_files_record
+from hudi_duck.core.storage import storage as storage_module
 from hudi_duck.core.storage.storage import Storage
 from hudi_duck.core.table.filters import ColumnFilter, FilterError, parse_filters
 from hudi_duck.core.table.read_plan import canonical
@@ -61,8 +62,8 @@ LISTING_CALLS = ("ls", "listdir", "find", "glob", "walk", "info", "isdir", "exis
 
 class ListingCounter:
     """Counts fsspec listing calls on the data folders of one table (any folder below the
-    base path but outside ``.hoodie``); calls made inside another counted call are not
-    counted again."""
+    base path but outside ``.hoodie``), and local folder reads (``scan_local_folder``, as
+    ``ls``); calls made inside another counted call are not counted again."""
 
     def __init__(self, root: str):
         self.root = os.path.realpath(root)
@@ -93,6 +94,11 @@ class ListingCounter:
 
         return counted
 
+    def wrap_function(self, name: str, original):
+        """``wrap`` for a function of a folder's path (no filesystem argument)."""
+        counted = self.wrap(name, lambda _fs, path, *args, **kwargs: original(path, *args, **kwargs))
+        return lambda path, *args, **kwargs: counted(None, path, *args, **kwargs)
+
     @property
     def total(self) -> int:
         return sum(self.calls.values())
@@ -110,6 +116,7 @@ def counting_listings(monkeypatch, root: str):
         for name in LISTING_CALLS:
             original = getattr(LocalFileSystem, name)
             patch.setattr(LocalFileSystem, name, counter.wrap(name, original))
+        patch.setattr(storage_module, "scan_local_folder", counter.wrap_function("ls", storage_module.scan_local_folder))
         yield counter
 
 

@@ -18,9 +18,11 @@ import pytest
 from hudi_duck.api import arrow_table
 from hudi_duck.core.table.read_plan import (
     KeyGeneratorSpec,
+    PartitionValues,
     QueryType,
     ReadOptions,
     ReadPlan,
+    canonical,
     plan_incremental,
     plan_read_optimized,
     plan_snapshot,
@@ -177,6 +179,26 @@ def test_a_plan_is_executed_in_another_process_with_nothing_but_the_plan(fixture
     assert fingerprint == plan.fingerprint()
     assert loaded == "[]"  # no table object was made, and DuckDB was not loaded
     assert not diff_rows(pq.read_table(tmp_path / "rows.parquet"), expected)
+
+
+def _generic_canonical(value):
+    """The canonical form of a dataclass the way the generic rule spells it (field by field)."""
+    return (type(value).__name__,) + tuple((f.name, canonical(getattr(value, f.name))) for f in dataclasses.fields(value))
+
+
+def test_canonical_forms_of_partition_values_and_plans_are_the_generic_ones(fixture_tables):
+    """The direct forms (partition values, dataclass fields looked up once) keep a plan's
+    fingerprint what the field-by-field rule gives, so fingerprints stay stable."""
+    for value in (
+        PartitionValues("city=sf", (("city", "sf"),)),
+        PartitionValues("", None),
+        PartitionValues("d=2024-01-01", (("d", __import__("datetime").date(2024, 1, 1)), ("n", 3))),
+    ):
+        assert canonical(value) == _generic_canonical(value)
+    plan = plan_snapshot(HudiTable(fixture_tables[TRIPS_V8]))
+    assert plan.partition_values and plan.folder_partition_values
+    assert canonical(plan) == _generic_canonical(plan)
+    assert canonical(plan.partition_values) == tuple(_generic_canonical(v) for v in plan.partition_values)
 
 
 def test_virtual_key_tables_carry_their_key_generator_as_configuration(fixture_tables):

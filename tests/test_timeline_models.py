@@ -153,6 +153,31 @@ def test_commit_json_the_typed_decoder_refuses_is_read_as_the_codec_reads_it(tmp
         CommitSummary.of_bytes(b'{"partitionToWriteStats": {', "x.commit")
 
 
+def test_data_files_of_a_commit_summary():
+    """The base and log files a commit wrote, paths split and names parsed (once per summary);
+    stats without a path or with another name are left out; a summary still equals its twin."""
+    base = "p/q/f1-0_1-2-3_20240101000000000.parquet"
+    log = "/p/q/.f2-0_20240101000000000.log.2_0-1-1"
+    record = {
+        "partitionToWriteStats": {"p/q": [
+            {"fileId": "f1-0", "path": base, "fileSizeInBytes": 10},
+            {"fileId": "f2-0", "path": log, "fileSizeInBytes": 5, "logOffset": 7},
+            {"fileId": "f3-0", "path": "p/q/notes.txt", "fileSizeInBytes": 1},
+            {"fileId": "f4-0", "path": "", "fileSizeInBytes": 1},
+            {"fileId": "f5-0", "path": "top_1-2-3_20240101000000001.parquet", "fileSizeInBytes": 2},
+        ]},
+    }
+    summary = CommitSummary.of_bytes(json.dumps(record).encode(), "x.commit")
+    files = summary.files
+    assert summary.data_files == (
+        ("p/q", "f1-0_1-2-3_20240101000000000.parquet", base, "f1-0", "20240101000000000", files[0]),
+        ("p/q", ".f2-0_20240101000000000.log.2_0-1-1", log.strip("/"), "f2-0", "20240101000000000", files[1]),
+        ("", "top_1-2-3_20240101000000001.parquet", files[4].path, "top", "20240101000000001", files[4]),
+    )
+    assert summary.data_files is summary.data_files
+    assert summary == CommitSummary.of_record(record)
+
+
 def test_commit_summaries_without_msgspec_are_the_same(fixture_tables, monkeypatch):
     """A Python without msgspec (executors need only the core's own modules) reads the codec's record."""
     from hudi_duck.core.timeline import commit_metadata

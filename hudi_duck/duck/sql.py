@@ -224,7 +224,7 @@ class SqlRenderer:
         # a footer read per file: local files only (an object store would take requests for each)
         if url_protocol(self.plan.location.base_uri) not in ("file", "local"):
             return [], slices
-        folders = self._hive_folders()
+        folders = self._hive_folders({s.partition_path for s in slices})
         if not folders:
             return [], slices
         few = sum(1 for s in slices if s.partition_path in folders) <= _PROVE_ALL_UP_TO
@@ -243,14 +243,15 @@ class SqlRenderer:
             rest.append(s)
         return hive, rest
 
-    def _hive_folders(self) -> dict[str, dict[str, Any]]:
-        """Partition path -> values, for folders that are exactly DuckDB hive partitions."""
+    def _hive_folders(self, partitions: set[str]) -> dict[str, dict[str, Any]]:
+        """Partition path -> values, for the folders of ``partitions`` that are exactly DuckDB hive
+        partitions."""
         if "=" in self.plan.location.files_uri or "=" in str(cache.cache_dir()):
             return {}
         types = {f.name: f.type for f in self.schema}
         out: dict[str, dict[str, Any]] = {}
         for p in self.plan.folder_partition_values:
-            if p.values is None or not p.values:
+            if p.path not in partitions or p.values is None or not p.values:
                 continue
             texts = [(c, _hive_text(v)) for c, v in p.values]
             if any(t is None or c not in types or _duckdb_type(types[c]) is None for c, t in texts):

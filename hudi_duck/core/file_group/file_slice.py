@@ -79,8 +79,12 @@ class FileGroup:
         self.slices[base_instant_time] = FileSlice(self.partition_path, self.file_id, base_instant_time, base_file, logs)
 
     def add_log(self, base_instant_time: str, log: LogFile) -> None:
+        self.add_logs(base_instant_time, (log,))
+
+    def add_logs(self, base_instant_time: str, logs: Iterable[LogFile]) -> None:
+        """Append ``logs`` (in order) to the slice of ``base_instant_time``, made once for all of them."""
         current = self.slice_for(base_instant_time)
-        self.slices[base_instant_time] = current.with_logs(current.log_files + (log,))
+        self.slices[base_instant_time] = current.with_logs(current.log_files + tuple(logs))
 
     def ordered_slices(self) -> list[FileSlice]:
         """Slices from oldest to newest base instant."""

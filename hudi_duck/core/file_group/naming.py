@@ -101,8 +101,10 @@ def _base_name_parts(name: str) -> tuple[str, str, str, str] | None:
     return match.group("file_id", "token", "instant", "ext") if match else None
 
 
+@lru_cache(maxsize=1 << 16)
 def parse_base_file(partition_path: str, name: str, size: int = 0) -> BaseFile | None:
-    """Parse a base file name; ``None`` for anything else."""
+    """Parse a base file name; ``None`` for anything else (cached: a base file is a value of its
+    folder, name and size, and a process plans the same files again after every commit)."""
     parts = _base_name_parts(name)
     if parts is None:
         return None
@@ -120,8 +122,9 @@ def _log_name_parts(name: str) -> tuple[str, str, int, str | None, bool] | None:
     return file_id, instant, int(version), token, cdc is not None
 
 
+@lru_cache(maxsize=1 << 16)
 def parse_log_file(partition_path: str, name: str, size: int = -1) -> LogFile | None:
-    """Parse a log file name; ``None`` for anything else."""
+    """Parse a log file name; ``None`` for anything else (cached, as :func:`parse_base_file`)."""
     parts = _log_name_parts(name)
     if parts is None:
         return None

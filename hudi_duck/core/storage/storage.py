@@ -18,7 +18,7 @@ import os
 import posixpath
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import fsspec
 from fsspec.core import url_to_fs
@@ -91,6 +91,40 @@ def _mtime(entry: dict[str, Any]) -> float | None:
         except (TypeError, ValueError):
             continue
     return None
+
+
+def scan_local_folder(
+    path: str, stat_folders: bool = True, unsized: Callable[[str], bool] | None = None
+) -> list[tuple[str, int, bool, float | None]]:
+    """(name, size, is a folder, mtime) of the entries of a local folder, sorted by name; an
+    absent folder (or a file) has none. One ``scandir``, and the entries fsspec's local ``ls``
+    gives (a link is not a folder, its size is its target's, its time its own) without fsspec's
+    path handling per entry, which cost most of planning a table of many partitions.
+    ``stat_folders`` False: a folder is known from the folder's listing alone (size 0, no
+    mtime), without a ``stat`` of its own; so is a file whose name ``unsized`` accepts."""
+    out = []
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    if (not stat_folders and is_dir) or (unsized is not None and not is_dir and unsized(entry.name)):
+                        out.append((entry.name, 0, is_dir, None))
+                        continue
+                    info = entry.stat(follow_symlinks=False)
+                    size = info.st_size
+                    if entry.is_symlink():
+                        try:
+                            size = entry.stat(follow_symlinks=True).st_size
+                        except OSError:
+                            size = 0
+                except FileNotFoundError:
+                    continue  # gone since the folder was read
+                out.append((entry.name, size, is_dir, float(info.st_mtime)))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    out.sort()
+    return out
 
 
 class Storage:
@@ -168,6 +202,8 @@ class Storage:
 
     def list(self, rel: str = "") -> list[FileInfo]:
         """Entries directly under ``rel``; an absent directory lists as empty."""
+        if self.is_local:
+            return self._list_local(rel)
         path = self.abs(rel)
         try:
             entries = self.fs.ls(path, detail=True)
@@ -190,6 +226,30 @@ class Storage:
             )
         out.sort(key=lambda f: f.path)
         return out
+
+    def _list_local(self, rel: str) -> list[FileInfo]:
+        """:meth:`list` of a local folder, read by :func:`scan_local_folder`."""
+        path = self.abs(rel)
+        prefix_len = len(self.root.rstrip("/")) + 1 if self.root != "/" else 1
+        root = self.root
+        out = []
+        for name, size, is_dir, mtime in scan_local_folder(path):
+            full = f"{path}/{name}" if path != "/" else f"/{name}"
+            out.append(FileInfo(full[prefix_len:] if full.startswith(root) else full, size, is_dir, mtime))
+        return out
+
+    def list_entries(self, rel: str = "", unsized: Callable[[str], bool] | None = None) -> list[tuple[str, int, bool]]:
+        """(name, size, is a folder) of the entries directly under ``rel``, sorted by name (an absent
+        folder has none; a folder's size is 0, and so is a file's whose name ``unsized`` accepts).
+        What a search for partitions needs of each folder: no entry objects, no ``stat`` of a
+        local folder's subfolders nor of files whose size it does not need."""
+        if not self.is_local:
+            return [
+                (info.name, 0 if info.is_dir or (unsized is not None and unsized(info.name)) else info.size, info.is_dir)
+                for info in self.list(rel)
+            ]
+        entries = scan_local_folder(self.abs(rel), stat_folders=False, unsized=unsized)
+        return [(name, size, is_dir) for name, size, is_dir, _ in entries]
 
     def file_names(self, rel: str = "") -> list[str]:
         """Names of the entries directly under ``rel`` that are not folders (sorted); an absent

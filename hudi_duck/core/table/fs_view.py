@@ -98,23 +98,24 @@ class StorageListing:
         stack = [""]
         while stack:
             current = stack.pop()
-            entries = self.storage.list(current)
-            if any((not e.is_dir) and is_partition_metafile(e.name) for e in entries):
+            entries = self.storage.list_entries(current, unsized=is_partition_metafile)
+            if any((not is_dir) and is_partition_metafile(name) for name, _, is_dir in entries):
                 found.append(current)
                 self._walked[current] = entries
-            for entry in entries:
-                if entry.is_dir and entry.name not in _SKIP_DIRS and not entry.name.startswith("."):
-                    stack.append(entry.path)
+            for name, _, is_dir in entries:
+                if is_dir and name not in _SKIP_DIRS and not name.startswith("."):
+                    stack.append(f"{current}/{name}" if current else name)
         if not found and not self.config.is_partitioned:
             found.append("")
         return sorted(found)
 
     def files(self, partition: str) -> list[tuple[str, int]]:
-        """(file name, size) of the files directly in ``partition``."""
+        """(file name, size) of the files directly in ``partition``, but its partition metafile
+        (as the metadata table's ``files`` partition lists them)."""
         entries = self._walked.pop(partition, None)
         if entries is None:
-            entries = self.storage.list(partition)
-        return [(info.name, info.size) for info in entries if not info.is_dir]
+            entries = self.storage.list_entries(partition, unsized=is_partition_metafile)
+        return [(name, size) for name, size, is_dir in entries if not is_dir and not is_partition_metafile(name)]
 
 
 class FileListing(Protocol):
@@ -217,14 +218,23 @@ class FileSystemView:
                     group = groups[base.file_id] = FileGroup(partition, base.file_id)
                 group.set_base(base.instant_time, base)
         if logs:
-            logs.sort(key=LogFile.sort_key)
+            # file groups of logs alone come in Hudi's log order; else only a slice's logs need it
+            in_order = any(log.file_id not in groups for log in logs)
+            if in_order:
+                logs.sort(key=LogFile.sort_key)
+            #: (file id, slice) -> its logs: each slice is made once, however many logs it has
+            slice_logs: dict[tuple[str, str], list[LogFile]] = {}
             for log in logs:
                 group = groups.get(log.file_id)
                 if group is None:
                     group = groups[log.file_id] = FileGroup(partition, log.file_id)
                 key = self._slice_key_of_log(group, log)
                 if key is not None:
-                    group.add_log(key, log)
+                    slice_logs.setdefault((log.file_id, key), []).append(log)
+            for (file_id, key), in_slice in slice_logs.items():
+                if len(in_slice) > 1 and not in_order:
+                    in_slice.sort(key=LogFile.sort_key)  # Hudi's log order within the slice
+                groups[file_id].add_logs(key, in_slice)
         return [g for g in groups.values() if g.slices]
 
     def _slice_key_of_log(self, group: FileGroup, log: LogFile) -> str | None:

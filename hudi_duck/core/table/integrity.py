@@ -27,7 +27,7 @@ from typing import Iterable, NamedTuple
 from ..errors import MissingFileError
 from ..file_group.file_slice import FileSlice
 from ..file_group.log_format import BlockType, read_log_file
-from ..file_group.naming import file_id_and_instant, parse_base_file, parse_log_file
+from ..file_group.naming import parse_base_file, parse_log_file
 from ..timeline.commit_metadata import WrittenFile
 from ..timeline.instant import Action
 from .fs_view import CommittedInstants, FileSystemView
@@ -85,18 +85,10 @@ def check_plan_files(
         if not instants.admits(instant.requested_time):
             continue
         commit_file = None
-        for written in timeline.commit_summary(instant).files:
-            path = (written.path or "").strip("/")
-            if not path:
-                continue
-            # (one pass per file every commit wrote: string splits, no posixpath, no file objects)
-            partition, _, name = path.rpartition("/")
+        # (one pass per file every commit wrote, its path split and name parsed once per process)
+        for partition, name, path, file_id, file_instant, written in timeline.commit_summary(instant).data_files:
             if wanted_partitions is not None and partition not in wanted_partitions:
                 continue
-            parsed = file_id_and_instant(name)
-            if parsed is None:
-                continue
-            file_id, file_instant = parsed
             group = (partition, file_id)
             if group in replaced_set:
                 continue
@@ -126,8 +118,12 @@ def check_plan_files(
     cleaned = _cleaned_files(view)
     for group, expected in sorted(doubtful):
         _check_base(view, chosen.get(group), expected, cleaned)
-    if read_logs:
+    if read_logs and logs:
+        # a log file the slice read lists, holding at least the bytes written: nothing more to look at
+        read_sizes = {log.path: log.size for slice_ in chosen.values() for log in slice_.log_files}
         for group, expected in logs:
+            if read_sizes.get(expected.path, -1) >= expected.min_size:
+                continue
             _check_log(view, chosen.get(group), expected, cleaned)
 
 

@@ -231,7 +231,11 @@ def canonical(value: Any) -> Any:
             tuple((log.file_name, log.size) for log in value.log_files),
         )
     if kind is tuple or kind is list:
+        if kind is tuple and all(type(v) in _PLAIN for v in value):
+            return value  # (a partition's (column, value) pairs, ...) already canonical
         return tuple(canonical(v) for v in value)
+    if kind is PartitionValues:  # one per partition folder, twice in a plan: the dataclass form, made directly
+        return ("PartitionValues", ("path", canonical(value.path)), ("values", canonical(value.values)))
     if kind is frozenset or kind is set:
         return ("set",) + tuple(sorted((canonical(v) for v in value), key=repr))
     if isinstance(value, enum.Enum):
@@ -239,10 +243,29 @@ def canonical(value: Any) -> Any:
     if isinstance(value, dict):
         return ("map",) + tuple(sorted(((canonical(k), canonical(v)) for k, v in value.items()), key=repr))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return (kind.__name__,) + tuple((f.name, canonical(getattr(value, f.name))) for f in dataclasses.fields(value))
+        return (kind.__name__,) + _canonical_fields(value, _field_names(kind))
     if isinstance(value, pa.Schema):
         return value.to_string(show_field_metadata=True, show_schema_metadata=True)
     return repr(value)
+
+
+def _canonical_fields(value: Any, names: tuple[str, ...]) -> tuple:
+    """(name, canonical form) of a dataclass's fields; a field holding the same object as an
+    earlier one (a plan's partition values in both its value fields) is made once."""
+    out = []
+    made: dict[int, Any] = {}
+    for name in names:
+        field_value = getattr(value, name)
+        key = id(field_value)
+        if key not in made:
+            made[key] = canonical(field_value)
+        out.append((name, made[key]))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=None)
+def _field_names(kind: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(kind))
 
 
 EARLIEST = "earliest"

@@ -9,10 +9,12 @@ back to the same bytes.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar, Iterator, NamedTuple
 
 from ..errors import UnsupportedFeatureError
+from ..file_group.naming import file_id_and_instant
 from . import codec
 from .record import MAP_OF_LISTS, HudiRecord, TimelinePayload, hudi
 
@@ -363,6 +365,34 @@ class CommitSummary:
     def file_ids(self) -> set[tuple[str, str]]:
         """As :meth:`CommitMetadata.file_ids`."""
         return {(f.partition_path, f.file_id) for f in self.files if f.file_id}
+
+    @functools.cached_property
+    def data_files(self) -> tuple[DataFileWritten, ...]:
+        """The base and log files written, their paths split and their names parsed (files of
+        other names left out): once per summary, which a process keeps, where every plan checks
+        the files of every commit on the timeline."""
+        out = []
+        for written in self.files:
+            path = (written.path or "").strip("/")
+            if not path:
+                continue
+            partition, _, name = path.rpartition("/")
+            parsed = file_id_and_instant(name)
+            if parsed is not None:
+                out.append(DataFileWritten(partition, name, path, parsed[0], parsed[1], written))
+        return tuple(out)
+
+
+class DataFileWritten(NamedTuple):
+    """A base or log file one write stat names (a named tuple: one per file every commit wrote)."""
+
+    partition: str
+    name: str
+    path: str  # relative to the base path
+    file_id: str
+    #: the instant in its name: a base file's commit, a log file's slice (table version 6) or delta commit (8+)
+    instant: str
+    written: WrittenFile
 
 
 _JSON_DECODER: Any = None
