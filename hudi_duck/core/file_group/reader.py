@@ -205,15 +205,6 @@ def _entry_schema(ordering_type: pa.DataType) -> pa.Schema:
     )
 
 
-def _data_block_entries(
-    raw: pa.Table, aligned: pa.Table, ctx: SliceReadContext, first_row: int, first_seq: int, schema: pa.Schema
-) -> pa.Table:
-    """Entries of one data block's records, computed on columns."""
-    carries = _carries_ordering(ctx, raw.column_names, raw.column_names)
-    piece = LogPiece(aligned, None, first_row, first_seq, carries, 0)
-    return data_entries(ctx, [piece], schema)[0]
-
-
 @dataclass
 class LogPiece:
     """One log block's records, or a run of a large block's records, as an engine folds them.
