@@ -159,16 +159,21 @@ def test_whole_merge_is_reused_warm_and_from_another_process_state(table, cache_
     assert len(materialized) == 1 and not diff_rows(first, again) and not diff_rows(first, from_cache)
 
 
-def test_a_damaged_whole_entry_is_merged_again(table, cache_dir, materialized):
-    con = hudi_duck.connect()
-    first = _read(con, table)
-    (entry,) = cache_dir.glob("*.logrows.parquet")
+def _damage_and_read_again(con, table: str, entry, first: pa.Table, materialized: list) -> None:
+    """Flip a byte in the middle of the whole entry; the next read merges it again, same rows."""
     data = bytearray(entry.read_bytes())
     data[len(data) // 2] ^= 0xFF
     entry.write_bytes(bytes(data))
     _forget_plans()
     assert not diff_rows(_read(con, table), first)
     assert len(materialized) == 2
+
+
+def test_a_damaged_whole_entry_is_merged_again(table, cache_dir, materialized):
+    con = hudi_duck.connect()
+    first = _read(con, table)
+    (entry,) = cache_dir.glob("*.logrows.parquet")
+    _damage_and_read_again(con, table, entry, first, materialized)
 
 
 def test_a_merged_again_entry_reports_a_new_modified_time(table, cache_dir, materialized):
@@ -183,12 +188,7 @@ def test_a_merged_again_entry_reports_a_new_modified_time(table, cache_dir, mate
     path = f"{lazy.PROTOCOL}://{keys[0]}/token/rows.parquet"
     before = fs.modified(path)
     assert before.timestamp() == pytest.approx(entry.stat().st_mtime, abs=1e-5)
-    data = bytearray(entry.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    entry.write_bytes(bytes(data))
-    _forget_plans()
-    assert not diff_rows(_read(con, table), first)
-    assert len(materialized) == 2
+    _damage_and_read_again(con, table, entry, first, materialized)
     after = fs.modified(path)
     assert after != before and after.timestamp() == pytest.approx(entry.stat().st_mtime, abs=1e-5)
 
