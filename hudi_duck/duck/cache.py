@@ -42,6 +42,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.config.read_settings import parse_size
+from .quoting import quote_literal
 
 try:
     import fcntl
@@ -321,12 +322,11 @@ def write_query_parquet(cursor, query: str, path: str | Path, key: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    seal = f"{key}:{_UNSEALED.decode()}".replace("'", "''")
-    target = str(tmp).replace("'", "''")
+    seal = quote_literal(f"{key}:{_UNSEALED.decode()}")
     try:
         cursor.execute(
-            f"COPY ({query}) TO '{target}' (FORMAT parquet, COMPRESSION zstd, "
-            f"KV_METADATA {{'{_ENTRY_KEY}': '{seal}'}})"
+            f"COPY ({query}) TO {quote_literal(tmp)} (FORMAT parquet, COMPRESSION zstd, "
+            f"KV_METADATA {{{quote_literal(_ENTRY_KEY)}: {seal}}})"
         )
         _publish(tmp, path, key)
     except BaseException:
