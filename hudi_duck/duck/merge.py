@@ -267,9 +267,9 @@ def _collect(ctx: SliceReadContext, slices: Sequence[FileSlice], spill: "Spill")
 
     def keep(entries: pa.Table, owner: np.ndarray) -> None:
         entries = entries.append_column(SLICE, pa.array(owner, pa.int32()))
-        for i, n in enumerate(np.bincount(owner, minlength=len(scans)).tolist()):
-            if n:
-                decoded.slices[i].records += n
+        counts = np.bincount(owner, minlength=len(scans))
+        for i in np.flatnonzero(counts).tolist():  # the slices these entries are of, not every slice
+            decoded.slices[i].records += int(counts[i])
         hold(entries.nbytes)
         if spill.active:
             spill.write(ENTRIES, entries)
