@@ -257,11 +257,8 @@ class Storage:
         sizes, so a local folder is read without a ``stat`` per file."""
         if not self.is_local:
             return [info.name for info in self.list(rel) if not info.is_dir]
-        try:
-            with os.scandir(self.abs(rel)) as entries:
-                return sorted(e.name for e in entries if not e.is_dir(follow_symlinks=False))
-        except (FileNotFoundError, NotADirectoryError):
-            return []
+        entries = scan_local_folder(self.abs(rel), stat_folders=False, unsized=lambda _: True)
+        return [name for name, _, is_dir, _ in entries if not is_dir]
 
     def walk_files(self, rel: str = "", skip_dirs: tuple[str, ...] = ()) -> Iterator[FileInfo]:
         """Every file below ``rel``, not descending into ``skip_dirs`` names."""
