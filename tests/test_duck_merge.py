@@ -137,6 +137,98 @@ def test_ranks_in_sql_equal_the_core_ranks(entries, mode):
     assert [tuple(r) for r in got] == want
 
 
+@settings(max_examples=200, deadline=None)
+@given(entries=st.lists(ENTRY, max_size=4, unique_by=lambda e: e[0]), mode=st.sampled_from(list(MergeMode)))
+def test_ranks_of_one_record_per_key_equal_the_core_ranks(entries, mode):
+    """The rendering for log records of distinct keys (no window) ranks as the core does."""
+    logged = []
+    for key, kind, value in entries:
+        if kind == "record":
+            logged.append(LogEntry(key, False, Ordering(Kind.VALUE, JavaClass.LONG, value) if value is not None else Ordering(Kind.NULL)))
+        elif kind == "natural_record":
+            logged.append(LogEntry(key, False, NATURAL))
+        else:
+            logged.append(LogEntry(key, True, delete_ordering(value, "LongWrapper" if value else None)))
+    want = [(r.ignored, r.reset) for r in rank_log_entries(logged, mode, JavaClass.LONG)]
+    table = pa.table({
+        "k": pa.array([e.key for e in logged], pa.string()),
+        "s": pa.array(range(len(logged)), pa.int64()),
+        "d": pa.array([e.is_delete for e in logged], pa.bool_()),
+        "n": pa.array([e.ordering.is_natural or (e.is_delete and e.ordering.java_class is not JavaClass.LONG) for e in logged], pa.bool_()),
+        "nd": pa.array([e.is_delete and e.ordering.is_natural for e in logged], pa.bool_()),
+    })
+    sql = log_ranks_sql("t", mode, key="k", seq="s", is_delete="d", never_compared="n", natural_delete="nd",
+                        one_record_per_key=True)
+    con = duckdb.connect()
+    con.register("t", table)
+    got = con.execute(f"SELECT _hd_ignored, _hd_reset FROM ({sql}) ORDER BY s").fetchall()
+    assert [tuple(r) for r in got] == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(0, 2), st.integers(-2, 2) | st.none(), st.booleans(), st.booleans()), max_size=8),
+       mode=st.sampled_from(list(MergeMode)))
+def test_one_record_per_key_winners_equal_the_ranked_winners(rows, mode):
+    """Distinct keys: the plain rendering of the winners keeps the rows the windowed one keeps."""
+    from hudi_duck.core.merge.ordering import engine_ordering
+    from hudi_duck.core.merge.sql import latest_log_records_sql
+
+    table = pa.table({
+        "k": pa.array([f"k{i}" for i in range(len(rows))], pa.string()),
+        "slice": pa.array([r[0] for r in rows], pa.int32()),
+        "s": pa.array(range(len(rows)), pa.int64()),
+        "o": pa.array([r[1] for r in rows], pa.int64()),
+        "d": pa.array([r[2] for r in rows], pa.bool_()),
+        "n": pa.array([r[3] for r in rows], pa.bool_()),
+        "nd": pa.array([r[2] and r[3] for r in rows], pa.bool_()),
+    })
+    con = duckdb.connect()
+    con.register("t", table)
+    spec = engine_ordering("o", pa.int64())
+    picked = []
+    for one in (False, True):
+        ranks = log_ranks_sql("t", mode, key="slice, k", seq="s", is_delete="d", never_compared="n", natural_delete="nd",
+                              one_record_per_key=one)
+        sql = latest_log_records_sql(f"({ranks})", key="slice, k", seq="s", ignored="_hd_ignored", reset="_hd_reset",
+                                     ordering="o", spec=spec, one_record_per_key=one)
+        picked.append(con.execute(f"SELECT s, _hd_reset FROM ({sql}) ORDER BY s").fetchall())
+    assert picked[0] == picked[1]
+
+
+@pytest.mark.parametrize("payload", sorted(PAYLOADS))
+@pytest.mark.parametrize("repeated", [False, True])
+def test_the_fold_ranks_only_when_a_key_repeats(tmp_path, monkeypatch, payload, repeated):
+    """Log records of distinct keys fold without ranking; a key in two blocks is ranked. Both
+    decide what the core's merge decides."""
+    from hudi_duck.duck import merge as duck_merge_module
+
+    blocks = [("data", True, [("record", "a", 5, None), ("record", "b", 1, None)]),
+              ("data", True, [("record", "c", 2, "soft")] + ([("record", "a", 3, None)] if repeated else []))]
+    slice_ = _write_slice(tmp_path, [("a", 4), ("b", 2), ("c", 1), ("d", 0)], blocks)
+    mode = MergeMode.COMMIT_TIME_ORDERING if payload == "commit" else MergeMode.EVENT_TIME_ORDERING
+    ctx = SliceReadContext(get_storage(str(tmp_path)), SCHEMA, MergeConfig(mode, "ord", None, PAYLOADS[payload], 6),
+                           CommittedInstants(frozenset(["001", "002", "003"]), None))
+    rendered = []
+    real = duck_merge_module.merge_sql
+    monkeypatch.setattr(duck_merge_module, "merge_sql", lambda c, s, one_record_per_key=False: rendered.append(one_record_per_key) or real(c, s, one_record_per_key))
+    assert _outcome(duck_merge(ctx, slice_)) == _outcome(core_merge(ctx, slice_))
+    assert rendered == [not repeated]
+
+
+@pytest.mark.parametrize("payload", sorted(PAYLOADS))
+def test_base_ordering_is_read_only_when_it_can_decide(tmp_path, payload):
+    """Under commit-time ordering a base row never outlives a log record: its ordering value is not read."""
+    from hudi_duck.core.file_group.reader import read_base_keys
+
+    slice_ = _write_slice(tmp_path, [("a", 4), ("b", None)], [("data", True, [("record", "a", 5, None)])])
+    mode = MergeMode.COMMIT_TIME_ORDERING if payload == "commit" else MergeMode.EVENT_TIME_ORDERING
+    ctx = SliceReadContext(get_storage(str(tmp_path)), SCHEMA, MergeConfig(mode, "ord", None, PAYLOADS[payload], 6),
+                           CommittedInstants(frozenset(["001", "002"]), None))
+    keys, order = read_base_keys(ctx, slice_)
+    assert keys.to_pylist() == ["a", "b"]
+    assert (order.to_pylist() if order is not None else None) == (None if payload == "commit" else [4, None])
+
+
 def test_slices_merged_in_one_query_fold_each_on_its_own(tmp_path):
     """Slices batched into one job: the same key in two slices is merged in each slice separately."""
     blocks = [("data", True, [("record", "a", 5, None), ("record", "b", 1, None)]),

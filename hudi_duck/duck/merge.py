@@ -84,10 +84,11 @@ def _spec(ctx: SliceReadContext) -> EngineOrdering | None:
 SLICE = "_hd_slice"
 
 
-def merge_sql(ctx: SliceReadContext, spec: EngineOrdering | None) -> str:
+def merge_sql(ctx: SliceReadContext, spec: EngineOrdering | None, one_record_per_key: bool = False) -> str:
     """The merge of slices over relations ``entries`` (log records, ``SLICE`` numbering their slice)
     and ``base`` (slice, key, ordering, row of base records): one row per winning log record, with
-    the base row it meets and whether that base row survives."""
+    the base row it meets and whether that base row survives. ``one_record_per_key``: no key of
+    ``entries`` appears twice in a slice (nothing to rank)."""
     key = f"{SLICE}, {ENTRY_KEY}"
     ranks = log_ranks_sql(
         "entries",
@@ -97,6 +98,7 @@ def merge_sql(ctx: SliceReadContext, spec: EngineOrdering | None) -> str:
         is_delete=ENTRY_DELETE,
         never_compared=ENTRY_NEVER_COMPARED,
         natural_delete=ENTRY_NATURAL_DELETE,
+        one_record_per_key=one_record_per_key,
     )
     winners = latest_log_records_sql(
         f"({ranks})",
@@ -106,6 +108,7 @@ def merge_sql(ctx: SliceReadContext, spec: EngineOrdering | None) -> str:
         reset="_hd_reset",
         ordering=ENTRY_ORDERING if spec is not None else None,
         spec=spec,
+        one_record_per_key=one_record_per_key,
     )
     survives = base_survives_sql(
         ctx.merge.mode,
@@ -342,11 +345,13 @@ def _merge_in_memory(
         base = base_relation(active, ordering_type)
     else:
         base = pa.concat_tables([_base_relation(ctx, slices[i], i, ordering_type) for i in active])
+    keys = entries.column(ENTRY_KEY)
+    base = _meeting(base, keys)
     cursor = _cursor()
     try:
         cursor.register("entries", entries)
         cursor.register("base", base)
-        outcome = cursor.sql(merge_sql(ctx, spec)).to_arrow_table()
+        outcome = cursor.sql(merge_sql(ctx, spec, one_record_per_key=_one_record_per_key(keys))).to_arrow_table()
     finally:
         cursor.unregister("entries")
         cursor.unregister("base")
@@ -361,6 +366,21 @@ def _merge_in_memory(
         log_rows = log_table.take(pa.array(winners)) if len(winners) else empty
         merged[i] = _outcome(merged[i], log_rows, dropped)
     return merged, None
+
+
+def _one_record_per_key(keys: pa.ChunkedArray) -> bool:
+    """No key among the log records twice (in any slice): true of most upserts' log blocks, and
+    then the fold needs no ranking."""
+    return pc.count_distinct(keys).as_py() == len(keys)
+
+
+def _meeting(base: pa.Table, keys: pa.ChunkedArray) -> pa.Table:
+    """The base rows whose key some log record has (of any slice; the fold matches slices):
+    the others meet no winner, so the fold's join need not see them."""
+    if base.num_rows == 0:
+        return base
+    hits = pc.is_in(base.column("base_key"), value_set=pc.unique(keys))
+    return base.filter(hits)
 
 
 def _joined_winners(

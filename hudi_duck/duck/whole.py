@@ -176,7 +176,8 @@ def _base_relation(
     from .sql import FILENAME_COL, ROW_COL
 
     ordering = ctx.merge.ordering_field
-    with_ordering = bool(ordering) and ordering in ctx.schema.names
+    # a base row's ordering value decides only under event-time ordering (``fold.base_wins``)
+    with_ordering = ctx.merge.event_time and bool(ordering) and ordering in ctx.schema.names
     if table is None:
         rows = pa.table({FILENAME_COL: pa.array([], pa.string()), ROW_COL: pa.array([], pa.int64()),
                          RECORD_KEY: pa.array([], pa.string())})

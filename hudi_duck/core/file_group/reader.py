@@ -453,7 +453,8 @@ def _base_key_columns(ctx: SliceReadContext, parquet: pq.ParquetFile) -> list[st
     ordering = ctx.merge.ordering_field
     names = parquet.schema_arrow.names
     columns = [RECORD_KEY] if ctx.key_of is None else list(names)
-    if ordering and ordering in names and ordering not in columns:
+    # a base row's ordering value decides only under event-time ordering (``fold.base_wins``)
+    if ctx.merge.event_time and ordering and ordering in names and ordering not in columns:
         columns.append(ordering)
     return columns
 
@@ -464,7 +465,7 @@ def _base_keys(ctx: SliceReadContext, table: pa.Table) -> tuple[pa.Array, pa.Arr
         keys = keys.combine_chunks()
     ordering = ctx.merge.ordering_field
     order = None
-    if ordering and ordering in table.column_names and ordering in ctx.schema.names:
+    if ctx.merge.event_time and ordering and ordering in table.column_names and ordering in ctx.schema.names:
         # compared as the reader schema's type (an int column widened to long holds Longs)
         order = table.column(ordering).combine_chunks().cast(ctx.schema.field(ordering).type)
     return keys, order

@@ -44,8 +44,14 @@ def latest_log_records_sql(
     reset: str,
     ordering: str | None,
     spec: EngineOrdering | None,
+    one_record_per_key: bool = False,
 ) -> str:
-    """A query over ``relation`` (one row per log record) returning each key's winning record."""
+    """A query over ``relation`` (one row per log record) returning each key's winning record.
+
+    ``one_record_per_key``: no key has two records, so each record that is not ignored wins
+    by itself (no window to rank them: the common case of an upsert's log block)."""
+    if one_record_per_key:
+        return f"SELECT * FROM {relation} WHERE NOT {ignored}"
     order = [f"({seq} >= coalesce(_hd_last_reset, {seq})) DESC", f"{reset} ASC"]
     if ordering is not None and spec is not None:
         order += order_desc_sql(ordering, spec)
@@ -88,14 +94,18 @@ def log_ranks_sql(
     natural_delete: str,
     reset: str = "_hd_reset",
     ignored: str = "_hd_ignored",
+    one_record_per_key: bool = False,
 ) -> str:
     """``fold.rank_log_entries`` as a query: ``relation`` with its ``reset`` and ``ignored`` columns.
 
     A delete is swallowed (event-time ordering) when its key's latest natural-order
     delete before it is later than its latest record before it: the state
-    ``rank_log_entries`` carries from one entry to the next, as window columns."""
+    ``rank_log_entries`` carries from one entry to the next, as window columns.
+    With ``one_record_per_key`` nothing comes before a record, so nothing is swallowed."""
     if mode is MergeMode.COMMIT_TIME_ORDERING:
         return f"SELECT *, true AS {reset}, false AS {ignored} FROM {relation}"
+    if one_record_per_key:
+        return f"SELECT *, {never_compared} AS {reset}, false AS {ignored} FROM {relation}"
     before = f"(PARTITION BY {key} ORDER BY {seq} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
     last_natural_delete = f"coalesce(max(CASE WHEN {natural_delete} THEN {seq} END) OVER {before}, -1)"
     last_record = f"coalesce(max(CASE WHEN NOT {is_delete} THEN {seq} END) OVER {before}, -1)"
