@@ -197,22 +197,30 @@ def test_one_record_per_key_winners_equal_the_ranked_winners(rows, mode):
 
 @pytest.mark.parametrize("payload", sorted(PAYLOADS))
 @pytest.mark.parametrize("repeated", [False, True])
-def test_the_fold_ranks_only_when_a_key_repeats(tmp_path, monkeypatch, payload, repeated):
-    """Log records of distinct keys fold without ranking; a key in two blocks is ranked. Both
-    decide what the core's merge decides."""
+@pytest.mark.parametrize("base_repeats", [False, True])
+def test_the_fold_ranks_only_when_a_key_repeats(tmp_path, monkeypatch, payload, repeated, base_repeats):
+    """Log records of distinct keys fold without ranking; a key in two blocks is ranked. A base
+    key's first row is looked for only when a base key repeats. All decide what the core's merge
+    decides."""
     from hudi_duck.duck import merge as duck_merge_module
 
     blocks = [("data", True, [("record", "a", 5, None), ("record", "b", 1, None)]),
               ("data", True, [("record", "c", 2, "soft")] + ([("record", "a", 3, None)] if repeated else []))]
-    slice_ = _write_slice(tmp_path, [("a", 4), ("b", 2), ("c", 1), ("d", 0)], blocks)
+    base = [("a", 4), ("b", 2), ("c", 1), ("d", 0)] + ([("a", 9), ("d", 1)] if base_repeats else [])
+    slice_ = _write_slice(tmp_path, base, blocks)
     mode = MergeMode.COMMIT_TIME_ORDERING if payload == "commit" else MergeMode.EVENT_TIME_ORDERING
     ctx = SliceReadContext(get_storage(str(tmp_path)), SCHEMA, MergeConfig(mode, "ord", None, PAYLOADS[payload], 6),
                            CommittedInstants(frozenset(["001", "002", "003"]), None))
     rendered = []
     real = duck_merge_module.merge_sql
-    monkeypatch.setattr(duck_merge_module, "merge_sql", lambda c, s, one_record_per_key=False: rendered.append(one_record_per_key) or real(c, s, one_record_per_key))
+
+    def spy(c, s, one_record_per_key=False, one_base_row_per_key=False):
+        rendered.append((one_record_per_key, one_base_row_per_key))
+        return real(c, s, one_record_per_key, one_base_row_per_key)
+
+    monkeypatch.setattr(duck_merge_module, "merge_sql", spy)
     assert _outcome(duck_merge(ctx, slice_)) == _outcome(core_merge(ctx, slice_))
-    assert rendered == [not repeated]
+    assert rendered == [(not repeated, not base_repeats)]
 
 
 @pytest.mark.parametrize("payload", sorted(PAYLOADS))

