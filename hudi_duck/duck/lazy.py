@@ -669,15 +669,17 @@ class Registry:
     def keep(self, token: str, filenames: pa.Array, rows: pa.Array) -> pa.Array:
         """Mask of base rows that survive their slice's logs.
 
-        Runs once per DuckDB vector: its files are told apart (``_file_names``)
-        and its rows looked up in the (sorted) dropped rows (``_kept``), so no
-        Python object is made per row.
+        Runs once per DuckDB vector: files are told apart with Arrow's
+        dictionary encoding and rows looked up in the (sorted) dropped rows,
+        so no Python object is made per row.
         """
         state = self.plan(token)
         mapping = state.base_files
+        encoded = filenames if pa.types.is_dictionary(filenames.type) else pc.dictionary_encode(filenames)
+        names = encoded.dictionary.to_pylist()
         row_values = rows.to_numpy(zero_copy_only=False)
         keep = np.ones(len(row_values), dtype=bool)
-        names, indices = _file_names(filenames)
+        indices = encoded.indices.to_numpy(zero_copy_only=False) if len(names) > 1 else None
         for i, name in enumerate(names):
             key = mapping.get(name)
             if key is None:
@@ -687,39 +689,11 @@ class Registry:
             if dropped is None or not len(dropped):
                 continue
             if indices is None:
-                keep = _kept(dropped, row_values)
+                keep = ~_sorted_contains(dropped, row_values)
             else:
                 positions = np.nonzero(indices == i)[0]
                 keep[positions] = ~_sorted_contains(dropped, row_values[positions])
         return pa.array(keep, pa.bool_())
-
-
-def _file_names(filenames: pa.Array) -> tuple[list[str], np.ndarray | None]:
-    """The distinct files of a vector and, when there are several, each row's index among them.
-    A vector of a parquet scan comes from one file: comparing with its first name costs half of
-    dictionary-encoding the names."""
-    if not pa.types.is_dictionary(filenames.type):
-        if not len(filenames):
-            return [], None
-        first = filenames[0].as_py()
-        if pc.all(pc.equal(filenames, first)).as_py():
-            return [first], None
-        filenames = pc.dictionary_encode(filenames)
-    names = filenames.dictionary.to_pylist()
-    return names, (filenames.indices.to_numpy(zero_copy_only=False) if len(names) > 1 else None)
-
-
-def _kept(dropped: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Which ``rows`` are not in ``dropped`` (ascending). A scan without pushed-down filters hands
-    over a run of consecutive rows: then the dropped rows of that run are marked directly."""
-    n = len(rows)
-    if n and rows[-1] - rows[0] == n - 1 and (n == 1 or bool((np.diff(rows) == 1).all())):
-        first = rows[0]
-        lo, hi = np.searchsorted(dropped, (first, first + n))
-        keep = np.ones(n, dtype=bool)
-        keep[dropped[lo:hi] - first] = False
-        return keep
-    return ~_sorted_contains(dropped, rows)
 
 
 def _sorted_contains(sorted_values: np.ndarray, probes: np.ndarray) -> np.ndarray:
