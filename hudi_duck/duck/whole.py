@@ -75,6 +75,7 @@ def materialize(plan: ReadPlan, ctx: SliceReadContext, slices: Sequence[FileSlic
     cursor = merge._cursor()
     tag = uuid.uuid4().hex
     table, files_view, dropped_view = f"_hd_whole_{tag}", f"_hd_files_{tag}", f"_hd_dropped_{tag}"
+    winners_view = f"_hd_winners_{tag}"
     uris = {i: plan.location.uri(s.base_file.path) for i, s in enumerate(slices) if s.base_file is not None}
     projection = ", ".join(quote_ident(f.name) for f in ctx.schema)
     scans = []
@@ -106,10 +107,12 @@ def materialize(plan: ReadPlan, ctx: SliceReadContext, slices: Sequence[FileSlic
         merged, joined = merge.merge_slices_joined(ctx, slices, base_relation if use_duckdb else None)
         if reading is not None:
             reading.wait()
-        if joined is not None:
-            _write_joined_winners(ctx, slices, joined, winners_file)
+        if joined is not None:  # held in memory: DuckDB scans them where they are
+            cursor.register(winners_view, _joined_winners_table(ctx, slices, joined))
+            winners_scan = winners_view
         else:
             _write_winners(ctx, slices, merged, winners_file)
+            winners_scan = f"read_parquet([{quote_literal(cache.schema_file(whole_schema(ctx.schema)))}, {quote_literal(str(winners_file))}])"
         cursor.register(dropped_view, _dropped(uris, merged))
         parts = []
         if scans:
@@ -118,11 +121,10 @@ def materialize(plan: ReadPlan, ctx: SliceReadContext, slices: Sequence[FileSlic
                 f"ANTI JOIN {dropped_view} AS d ON b.{quote_ident(FILENAME_COL)} = d.{_FILE} AND b.{ROW_COL} = d.{_ROW} "
                 f"JOIN {files_view} AS f ON b.{quote_ident(FILENAME_COL)} = f.{_FILE}"
             )
-        winners_scan = f"read_parquet([{quote_literal(cache.schema_file(whole_schema(ctx.schema)))}, {quote_literal(str(winners_file))}])"
         parts.append(f"SELECT {projection}, {PARTITION_COL} FROM {winners_scan}")
         cache.write_query_parquet(cursor, " UNION ALL ".join(parts), path, key)
     finally:
-        for view in (files_view, dropped_view):
+        for view in (files_view, dropped_view, winners_view):
             try:
                 cursor.unregister(view)
             except Exception:  # never registered (an earlier step failed)
@@ -227,13 +229,12 @@ def _write_winners(ctx: SliceReadContext, slices: Sequence[FileSlice], merged: l
         writer.write_table(pa.Table.from_batches(pending, schema=schema))
 
 
-def _write_joined_winners(ctx: SliceReadContext, slices: Sequence[FileSlice], joined: merge.JoinedWinners, path: Path) -> None:
-    """``_write_winners`` for winning rows held in one table: written at once, with each row's
-    partition path taken from its slice."""
+def _joined_winners_table(ctx: SliceReadContext, slices: Sequence[FileSlice], joined: merge.JoinedWinners) -> pa.Table:
+    """Winning rows held in one table, each with its slice's partition path: the job's entry takes
+    them from memory (``_write_winners`` writes rows a merge left in spill files)."""
     partitions = pa.array([s.partition_path for s in slices], pa.string()).take(pa.array(joined.slice_of, pa.int32()))
     columns = [joined.rows.column(i) for i in range(joined.rows.num_columns)] + [partitions]
-    table = pa.Table.from_arrays(columns, schema=whole_schema(ctx.schema))
-    pq.write_table(table, str(path), compression="lz4", row_group_size=_WINNERS_ROW_GROUP)
+    return pa.Table.from_arrays(columns, schema=whole_schema(ctx.schema))
 
 
 def _dropped(uris: dict[int, str], merged: list[SliceLogMerge]) -> pa.Table:
