@@ -271,11 +271,13 @@ THREE_MERGES_AS_OF = "20251220210128625"
 
 @pytest.fixture()
 def batched(tmp_path, monkeypatch):
-    """Every plan batches its small slices (the fixtures have fewer than a plan needs to batch)."""
+    """Every plan batches its small slices (the fixtures have fewer than a plan needs to batch),
+    all into one job (as on one core)."""
     from hudi_duck.duck import lazy, planner
 
     monkeypatch.setenv("HUDI_DUCK_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(lazy, "GROUP_MIN_SLICES", 1)
+    monkeypatch.setattr(lazy, "_cores", lambda: 1)
     lazy.REGISTRY.clear()
     planner.clear_plan_cache()
     yield tmp_path / "cache"

@@ -269,6 +269,7 @@ def test_batched_slices_spilled_read_as_hudi_rs_reads_them(fixture_tables, tmp_p
     from oracle import diff_rows, hudi_rs_read
 
     monkeypatch.setattr(lazy, "GROUP_MIN_SLICES", 1)
+    monkeypatch.setattr(lazy, "_cores", lambda: 1)
     path, as_of = fixture_tables[MOR_FIXTURES[1]], "20251220210128625"
     os.environ["HUDI_DUCK_CACHE_DIR"] = str(tmp_path / "cache")
     lazy.REGISTRY.clear()

@@ -72,9 +72,11 @@ def table(small_spark, tmp_path_factory) -> str:
 
 @pytest.fixture()
 def cache_dir(tmp_path, monkeypatch):
-    """A fresh cache, every plan batching its small slices (the table has fewer than a plan needs)."""
+    """A fresh cache, every plan batching its small slices (the table has fewer than a plan needs),
+    into as few jobs as their sizes allow (as on one core)."""
     monkeypatch.setenv("HUDI_DUCK_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(lazy, "GROUP_MIN_SLICES", 1)
+    monkeypatch.setattr(lazy, "_cores", lambda: 1)
     _forget_plans()
     yield tmp_path / "cache"
     _forget_plans()
@@ -131,6 +133,20 @@ def test_whole_merged_slices_read_as_hudi_rs_and_the_base_scan_read_them(table, 
     assert lazy.KEEP_FUNCTION in sql
     scanned = _read(con, table)
     assert materialized == [len(state.slices)] and not diff_rows(got, scanned)
+
+
+@pytest.mark.parametrize("cores", [2, 3])
+def test_small_slices_make_a_job_per_core(table, cache_dir, materialized, monkeypatch, cores):
+    """On several cores the small slices are split into that many jobs of about equal size, each
+    merged whole (by DuckDB's scan threads side by side); the rows are the same."""
+    monkeypatch.setattr(lazy, "_cores", lambda: cores)
+    con = hudi_duck.connect()
+    got = _read(con, table)
+    (state,) = [s for s in lazy.REGISTRY.plans.values() if s.plan is not None]
+    sizes = sorted(len(state.jobs[j]) for j in state.whole)
+    assert len(sizes) == cores and sum(sizes) == len(state.slices) and sizes[-1] - sizes[0] <= cores
+    assert sorted(materialized) == sizes
+    assert not diff_rows(got, hudi_rs_read(table))
 
 
 def test_projections_filters_and_partition_values_from_folders(table, cache_dir, materialized, monkeypatch):

@@ -108,18 +108,23 @@ def slice_keys(plan: ReadPlan) -> list[tuple[str, FileSlice]]:
 
 
 def merge_jobs(
-    keyed: list[tuple[str, FileSlice]], whole_bytes: int = WHOLE_JOB_BASE_BYTES
+    keyed: list[tuple[str, FileSlice]], whole_bytes: int = WHOLE_JOB_BASE_BYTES, parallel: int | None = None
 ) -> tuple[dict[str, tuple[str, ...]], frozenset[str]]:
-    """Slice keys merged together, by job key: small slices (in partition order) batched into one
-    job when a plan has many, other slices alone (their job key is the slice key); and which
+    """Slice keys merged together, by job key: small slices (in partition order) batched into
+    jobs when a plan has many, other slices alone (their job key is the slice key); and which
     batched jobs are merged whole: their slices' base files are tiny, at most ``whole_bytes`` of
-    them per job (0: none merged whole)."""
+    them per job (0: none merged whole).
+
+    Small slices make at least ``parallel`` jobs (default: the cores), so DuckDB's scan threads
+    merge them side by side rather than one thread merging them all."""
     small = [key for key, s in keyed if _log_bytes(s) <= SMALL_SLICE_LOG_BYTES]
     if len(small) < GROUP_MIN_SLICES:
         return {key: (key,) for key, _ in keyed}, frozenset()
     jobs: dict[str, tuple[str, ...]] = {}
     whole: set[str] = set()
-    batches = {False: _Batch("slices", GROUP_LOG_BYTES, None), True: _Batch("whole-slices", GROUP_LOG_BYTES, whole_bytes)}
+    per_job = min(GROUP_MAX_SLICES, -(-len(small) // max(1, parallel or _cores())))
+    batches = {False: _Batch("slices", GROUP_LOG_BYTES, None, per_job),
+               True: _Batch("whole-slices", GROUP_LOG_BYTES, whole_bytes, per_job)}
     tiny = min(WHOLE_MAX_BASE_BYTES, whole_bytes)
     for key, s in sorted(keyed, key=lambda item: (item[1].partition_path, item[1].file_id, item[0])):
         if _log_bytes(s) > SMALL_SLICE_LOG_BYTES:
@@ -138,13 +143,14 @@ class _Batch:
     kind: str
     max_log_bytes: int
     max_base_bytes: int | None
+    max_slices: int = GROUP_MAX_SLICES
     keys: list[str] = field(default_factory=list)
     log_bytes: int = 0
     base_bytes: int = 0
 
     def add(self, key: str, s: FileSlice, jobs: dict[str, tuple[str, ...]], whole: set[str]) -> None:
         log_bytes, base_bytes = _log_bytes(s), _base_bytes(s)
-        full = self.log_bytes + log_bytes > self.max_log_bytes or len(self.keys) >= GROUP_MAX_SLICES
+        full = self.log_bytes + log_bytes > self.max_log_bytes or len(self.keys) >= self.max_slices
         if self.max_base_bytes is not None:
             full = full or self.base_bytes + base_bytes > self.max_base_bytes
         if self.keys and full:
@@ -163,6 +169,14 @@ class _Batch:
             if self.max_base_bytes is not None:
                 whole.add(job)
         self.keys, self.log_bytes, self.base_bytes = [], 0, 0
+
+
+def _cores() -> int:
+    """The cores this process may run on (DuckDB's default thread count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _whole_bytes(plan: ReadPlan) -> int:
