@@ -111,36 +111,8 @@ def test_duckdb_merge_equals_the_core_merge(tmp_path_factory, payload, base, blo
 ENTRY = st.tuples(KEYS, st.sampled_from(["record", "natural_record", "delete"]), st.one_of(st.none(), st.integers(-2, 2)))
 
 
-@settings(max_examples=200, deadline=None)
-@given(entries=st.lists(ENTRY, max_size=10), mode=st.sampled_from(list(MergeMode)))
-def test_ranks_in_sql_equal_the_core_ranks(entries, mode):
-    logged = []
-    for key, kind, value in entries:
-        if kind == "record":
-            logged.append(LogEntry(key, False, Ordering(Kind.VALUE, JavaClass.LONG, value) if value is not None else Ordering(Kind.NULL)))
-        elif kind == "natural_record":
-            logged.append(LogEntry(key, False, NATURAL))
-        else:
-            logged.append(LogEntry(key, True, delete_ordering(value, "LongWrapper" if value else None)))
-    want = [(r.ignored, r.reset) for r in rank_log_entries(logged, mode, JavaClass.LONG)]
-    table = pa.table({
-        "k": [e.key for e in logged],
-        "s": list(range(len(logged))),
-        "d": [e.is_delete for e in logged],
-        "n": [e.ordering.is_natural or (e.is_delete and e.ordering.java_class is not JavaClass.LONG) for e in logged],
-        "nd": [e.is_delete and e.ordering.is_natural for e in logged],
-    })
-    sql = log_ranks_sql("t", mode, key="k", seq="s", is_delete="d", never_compared="n", natural_delete="nd")
-    con = duckdb.connect()
-    con.register("t", table)
-    got = con.execute(f"SELECT _hd_ignored, _hd_reset FROM ({sql}) ORDER BY s").fetchall()
-    assert [tuple(r) for r in got] == want
-
-
-@settings(max_examples=200, deadline=None)
-@given(entries=st.lists(ENTRY, max_size=4, unique_by=lambda e: e[0]), mode=st.sampled_from(list(MergeMode)))
-def test_ranks_of_one_record_per_key_equal_the_core_ranks(entries, mode):
-    """The rendering for log records of distinct keys (no window) ranks as the core does."""
+def _sql_and_core_ranks(entries, mode: MergeMode, one_record_per_key: bool = False) -> tuple[list, list]:
+    """(ignored, reset) of each entry as ``log_ranks_sql`` ranks it in DuckDB, and as the core does."""
     logged = []
     for key, kind, value in entries:
         if kind == "record":
@@ -158,11 +130,26 @@ def test_ranks_of_one_record_per_key_equal_the_core_ranks(entries, mode):
         "nd": pa.array([e.is_delete and e.ordering.is_natural for e in logged], pa.bool_()),
     })
     sql = log_ranks_sql("t", mode, key="k", seq="s", is_delete="d", never_compared="n", natural_delete="nd",
-                        one_record_per_key=True)
+                        one_record_per_key=one_record_per_key)
     con = duckdb.connect()
     con.register("t", table)
     got = con.execute(f"SELECT _hd_ignored, _hd_reset FROM ({sql}) ORDER BY s").fetchall()
-    assert [tuple(r) for r in got] == want
+    return [tuple(r) for r in got], want
+
+
+@settings(max_examples=200, deadline=None)
+@given(entries=st.lists(ENTRY, max_size=10), mode=st.sampled_from(list(MergeMode)))
+def test_ranks_in_sql_equal_the_core_ranks(entries, mode):
+    got, want = _sql_and_core_ranks(entries, mode)
+    assert got == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(entries=st.lists(ENTRY, max_size=4, unique_by=lambda e: e[0]), mode=st.sampled_from(list(MergeMode)))
+def test_ranks_of_one_record_per_key_equal_the_core_ranks(entries, mode):
+    """The rendering for log records of distinct keys (no window) ranks as the core does."""
+    got, want = _sql_and_core_ranks(entries, mode, one_record_per_key=True)
+    assert got == want
 
 
 @settings(max_examples=100, deadline=None)
