@@ -351,8 +351,11 @@ def _merge_in_memory(
     else:
         base = pa.concat_tables([_base_relation(ctx, slices[i], i, ordering_type) for i in active])
     keys = entries.column(ENTRY_KEY)
-    base = _meeting(base, keys)
-    sql = merge_sql(ctx, spec, one_record_per_key=_distinct(keys), one_base_row_per_key=_distinct(base.column("base_key")))
+    log_keys = pc.unique(keys)
+    base = _meeting(base, log_keys)
+    sql = merge_sql(
+        ctx, spec, one_record_per_key=len(log_keys) == len(keys), one_base_row_per_key=_distinct(base.column("base_key"))
+    )
     cursor = _cursor()
     try:
         cursor.register("entries", entries)
@@ -375,18 +378,18 @@ def _merge_in_memory(
 
 
 def _distinct(keys: pa.ChunkedArray) -> bool:
-    """No key twice (in any slice): true of most upserts' log blocks and of base files, and then
-    the fold needs no ranking of log records, nor a base key's first row."""
+    """No base key twice (in any slice): true of base files, and then the fold need not look for
+    a base key's first row. (Log keys are told distinct by their ``unique``, which the fold
+    needs anyway: no record ranked.)"""
     return pc.count_distinct(keys).as_py() == len(keys)
 
 
-def _meeting(base: pa.Table, keys: pa.ChunkedArray) -> pa.Table:
-    """The base rows whose key some log record has (of any slice; the fold matches slices):
+def _meeting(base: pa.Table, log_keys: pa.Array) -> pa.Table:
+    """The base rows whose key is among ``log_keys`` (of any slice; the fold matches slices):
     the others meet no winner, so the fold's join need not see them."""
     if base.num_rows == 0:
         return base
-    hits = pc.is_in(base.column("base_key"), value_set=pc.unique(keys))
-    return base.filter(hits)
+    return base.filter(pc.is_in(base.column("base_key"), value_set=log_keys))
 
 
 def _joined_winners(
