@@ -494,6 +494,20 @@ def _tag_global_merged(spark, incoming: DataFrame, joined: DataFrame, table: Hud
     return out
 
 
+def _bucket_of(hash_fields: list[str], num_buckets: int):
+    """A vectorised UDF: the bucket of each key, a batch at a time (a row-at-a-time UDF
+    costs microseconds a record, computed again by every job that reads the tagged rows)."""
+    import pandas as pd
+
+    def bucket_of(keys):
+        ids = bucket_index.bucket_ids(pa.Array.from_pandas(keys, type=pa.string()), hash_fields, num_buckets)
+        return pd.Series(ids.to_numpy(zero_copy_only=False))
+
+    # Series -> Series: a scalar pandas UDF (the hints are objects: this module's annotations are strings)
+    bucket_of.__annotations__ = {"keys": pd.Series, "return": pd.Series}
+    return F.pandas_udf(bucket_of, "int")
+
+
 def _tag_bucket(spark, incoming: DataFrame, table: HudiTable | None, cfg: WriteConfig, partitions: list[str]) -> DataFrame:
     """File group of each record from its bucket; new buckets get new file groups."""
     num_buckets = int(cfg["hoodie.bucket.index.num.buckets"])
@@ -505,11 +519,7 @@ def _tag_bucket(spark, incoming: DataFrame, table: HudiTable | None, cfg: WriteC
             if bucket is not None:
                 existing[(s.partition_path, bucket)] = (s.file_id, s.base_instant_time)
 
-    @F.udf("int")
-    def bucket_of(key):  # (no type hints: a plain row UDF, not a pandas one)
-        return bucket_index.bucket_id(key, hash_fields, num_buckets)
-
-    with_bucket = incoming.withColumn("_hd_bucket_id", bucket_of(F.col(RECORD_KEY)))
+    with_bucket = incoming.withColumn("_hd_bucket_id", _bucket_of(hash_fields, num_buckets)(F.col(RECORD_KEY)))
     pairs = [(r[0], r[1]) for r in with_bucket.select(PARTITION_PATH, "_hd_bucket_id").distinct().collect()]
     rows = []
     for partition, bucket in pairs:
