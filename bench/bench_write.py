@@ -15,6 +15,9 @@ spark same content           ``df.write.parquet`` of exactly what a Hudi base fi
                              Hudi's default), one folder per partition path (``partitionBy``)
 bulk_insert COW              ``spark_writer.write(df, operation=bulk_insert)``
 bulk_insert MOR              the same into a MERGE_ON_READ table (the baseline of the next case)
+spark key lookup 1%          (a floor, not hudi-duck) that table's base files read by Spark's own parquet
+                             reader (key and partition columns) and joined with the 1% of keys: what a
+                             simple index must read and join, before any file is written
 upsert 1% MOR                that table, upsert of 1% of its keys (updates only) into log files
 small: bulk_insert MOR       10,000 rows in 500 partitions (a MOR table of 1,000 file groups)
 small: upsert 1/7 MOR        ~14% of those keys (every 7th), upserted into log files
@@ -53,6 +56,7 @@ from common import (  # noqa: E402
 )
 
 SMALL_ROWS, SMALL_PARTITIONS, SMALL_STEP = 10_000, 500, 7
+SPARK_KEY_LOOKUP = "spark key lookup 1%"
 TARGETS = {  # (case, baseline, target ratio of medians)
     "bulk_insert vs same content": ("bulk_insert COW", "spark same content", 1.2),
     "upsert 1% vs bulk_insert": ("upsert 1% MOR", "bulk_insert MOR", 0.3),
@@ -159,8 +163,20 @@ def main(argv: list[str] | None = None) -> int:
         same_content_frame(df, "20240101000000000", PARTITION, RECORD_KEY).write.mode("errorifexists") \
             .option("compression", codec).partitionBy("_folder").parquet(same)
 
+    def key_lookup(r: int):
+        """The simple index's floor in Spark alone: its own parquet reader reads every key of the
+        base files, joined with the upsert's keys (what any simple index must read and join)."""
+        files = [str(p) for p in Path(mor).rglob("*.parquet") if ".hoodie" not in p.parts]
+        keys = spark.read.schema("_hoodie_record_key string, _hoodie_partition_path string").parquet(*files)
+        wanted = upd[r].select(F.col(RECORD_KEY).alias("_k"), F.col(PARTITION).alias("_p"))
+        found = wanted.join(keys, (F.col("_k") == F.col("_hoodie_record_key"))
+                            & (F.col("_hoodie_partition_path") == F.concat(F.lit(f"{PARTITION}="), F.col("_p"))))
+        n = found.count()
+        assert n == update_count(args.rows, fraction, r), (n, r)
+
     def mor_round(r: int):
         record("bulk_insert MOR", lambda: spark_writer.write(df, mor, mor_opts), mor)
+        record(SPARK_KEY_LOOKUP, lambda: key_lookup(r))
         record("upsert 1% MOR", lambda: spark_writer.write(upd[r], mor, hudi_options("bench_mor", "MERGE_ON_READ", "upsert")))
 
     def small_round(r: int):
@@ -231,6 +247,11 @@ def main(argv: list[str] | None = None) -> int:
         ratios[label] = {"median": ratio, "best": c.best / b.best, "target": target}
         rows.append([label, fmt_s(c.median), fmt_s(b.median), fmt_ratio(ratio), fmt_ratio(c.best / b.best),
                      f"<= {target}x", verdict(ratio, target)])
+    if SPARK_KEY_LOOKUP in results and "bulk_insert MOR" in results:
+        c, b = results[SPARK_KEY_LOOKUP], results["bulk_insert MOR"]
+        ratios["floor: simple-index key lookup in Spark vs bulk_insert"] = {"median": c.median / b.median, "best": c.best / b.best}
+        rows.append(["(floor) Spark alone: read every base-file key, join the 1% keys, vs bulk_insert",
+                     fmt_s(c.median), fmt_s(b.median), fmt_ratio(c.median / b.median), fmt_ratio(c.best / b.best), "-", ""])
     print(table(["target", "hudi-duck median s", "baseline median s", "ratio (median)", "ratio (best)", "target", ""], rows))
     print()
     print(table(["case", "samples s", "median s", "best s"],

@@ -296,7 +296,9 @@ class WriteClient:
         self._check_fields(df, cfg, data_schema)
         is_mor = table.config.is_mor if table is not None else cfg.is_mor
         try:  # these read the input: an error of the job's own code there reaches the user whole
-            listed = prepare.refuse_unwritable_records(prepare.strip_meta_columns(df), cfg, operation, is_mor, self.path)
+            checked = prepare.refuse_unwritable_records(
+                prepare.strip_meta_columns(df), cfg, operation, is_mor, self.path, key_filter=index.uses_key_filter(cfg, operation)
+            )
         except HudiError:
             raise
         except Exception as exc:
@@ -332,7 +334,7 @@ class WriteClient:
         self._written = None
         try:
             with txn:  # any failure before the commit landed rolls the instant back
-                stats, replaced = self._execute(df, table, cfg, operation, instant_time, avro_schema, txn.begin, listed)
+                stats, replaced = self._execute(df, table, cfg, operation, instant_time, avro_schema, txn.begin, checked)
                 log.info("%s %s: committing %d files ...", operation, instant_time, len(stats))
                 metadata = CommitMetadata.of(
                     stats,
@@ -441,12 +443,14 @@ class WriteClient:
             located_by_record_index=cfg.index_type == "RECORD_INDEX",
         )
 
-    def _execute(self, df, table, cfg, operation, instant_time, avro_schema, to_inflight, listed=None):
+    def _execute(self, df, table, cfg, operation, instant_time, avro_schema, to_inflight, checked=None):
         """Run the data part of the write; returns (write stats, replaced file ids).
 
         ``to_inflight`` is called with the workload profile before any data file is written.
-        ``listed``: the input's partition paths, when the checks of the input listed them.
+        ``checked``: what the checks of the input learnt (its partition paths, a filter of its keys).
         """
+        listed = checked.partitions if checked is not None else None
+        key_filter = checked.key_filter if checked is not None else None
         ctx = self.write_context(table, cfg, instant_time, avro_schema)
         if operation == "delete_partition":
             stats, replaced = self._delete_partitions(table, cfg)
@@ -475,12 +479,12 @@ class WriteClient:
         if reread:
             records = records.persist()
         try:
-            return self._locate_and_write(records, table, cfg, operation, instant_time, ctx, to_inflight, listed)
+            return self._locate_and_write(records, table, cfg, operation, instant_time, ctx, to_inflight, listed, key_filter)
         finally:
             if reread:
                 records.unpersist()
 
-    def _locate_and_write(self, records, table, cfg, operation, instant_time, ctx, to_inflight, listed=None):
+    def _locate_and_write(self, records, table, cfg, operation, instant_time, ctx, to_inflight, listed=None, key_filter=None):
         """Tag records with their file groups, plan the buckets, write them; returns (write stats, replaced)."""
         phase = time.perf_counter()
         log.info("%s %s: locating records (%s index) ...", operation, instant_time, cfg.index_type)
@@ -501,17 +505,23 @@ class WriteClient:
                 index.PREV_COMMIT, F.lit(None).cast("string")
             )
             if cfg["hoodie.datasource.write.insert.drop.duplicates"]:
-                existing = index.tag_locations(self.spark, records, table, cfg, self.storage_options, partitions)
+                existing = index.tag_locations(self.spark, records, table, cfg, self.storage_options, partitions, key_filter)
                 tagged = existing.filter(F.col(index.FILE_ID).isNull())
             small = True
         else:
-            tagged = index.tag_locations(self.spark, records, table, cfg, self.storage_options, partitions)
+            tagged = index.tag_locations(self.spark, records, table, cfg, self.storage_options, partitions, key_filter)
             small = cfg.index_type != "BUCKET"
         tagged = tagged.persist()
         try:
-            counts = index.location_counts(tagged)
+            counts, unfiltered = index.location_counts(tagged, key_filter)
             if listed is not None:
                 self._check_listed_partitions(listed, counts)
+            if unfiltered:
+                raise WriteError(
+                    f"{self.path}: the input DataFrame gave other records when read again ({unfiltered} record keys "
+                    "were not there when it was checked); its records could not be located. Persist or checkpoint "
+                    "it (df.localCheckpoint()) before writing; nothing was written."
+                )
             located = sum(c[3] for c in counts if c[1])
             log.info(
                 "%s %s: %d records, %d in existing file groups, located in %.1fs; writing files ...",

@@ -32,6 +32,7 @@ from hudi_duck.core.write.handles import DELETE_FLAG, HARD_DELETE_FLAG
 
 from . import ordering as ordering_rule
 from .config import WriteConfig
+from .key_filter import KeyFilter
 
 FILE_ID = "_hd_file_id"
 PREV_COMMIT = "_hd_prev_commit"
@@ -95,12 +96,21 @@ def _file_keys(storage: Storage, path: str, key_generator) -> pa.Array:
         return key_generator.record_keys(rows).cast(pa.string())
 
 
-def _read_keys_fn(base_uri: str, storage_options: dict, key_generator=None):
+def uses_key_filter(cfg: WriteConfig, operation: str) -> bool:
+    """Does locating the records read every base-file key (the simple indexes), so that a filter
+    of the incoming keys (:mod:`spark_writer.key_filter`) saves handing most of them to Spark?"""
+    tags = operation in ("upsert", "delete") or (operation == "insert" and cfg["hoodie.datasource.write.insert.drop.duplicates"])
+    return tags and cfg.index_type in ("SIMPLE", "GLOBAL_SIMPLE")
+
+
+def _read_keys_fn(base_uri: str, storage_options: dict, key_generator=None, key_filter: KeyFilter | None = None):
     def read_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         storage = Storage(base_uri, storage_options)
         for batch in batches:
             for partition, file_id, instant, path in zip(*(batch.column(i).to_pylist() for i in range(4))):
                 keys = _file_keys(storage, path, key_generator)
+                if key_filter is not None:
+                    keys = keys.filter(pa.array(key_filter.might_contain(keys)))
                 n = len(keys)
                 yield pa.RecordBatch.from_arrays(
                     [keys.cast(pa.string()), pa.array([partition] * n), pa.array([file_id] * n), pa.array([instant] * n)],
@@ -110,9 +120,12 @@ def _read_keys_fn(base_uri: str, storage_options: dict, key_generator=None):
     return read_keys
 
 
-def _existing_locations_simple(spark, table: HudiTable, refs: list[BaseFileRef], storage_options) -> DataFrame:
+def _existing_locations_simple(
+    spark, table: HudiTable, refs: list[BaseFileRef], storage_options, key_filter: KeyFilter | None = None
+) -> DataFrame:
+    """Every key of the base files (only those the incoming keys' filter may hold, given one)."""
     virtual = None if table.config.populate_meta_fields else table.key_generator
-    read_keys = _read_keys_fn(table.base_uri, storage_options, virtual)
+    read_keys = _read_keys_fn(table.base_uri, storage_options, virtual, key_filter)
     return _files_frame(spark, refs).mapInArrow(read_keys, _LOCATION_SCHEMA)
 
 
@@ -260,44 +273,62 @@ LocationCount = tuple[str, "str | None", "str | None", int, int]
 _COUNTED = (PARTITION_PATH, FILE_ID, PREV_COMMIT)
 
 
-def location_counts(tagged: DataFrame) -> list[LocationCount]:
+def location_counts(tagged: DataFrame, key_filter: KeyFilter | None = None) -> tuple[list[LocationCount], int]:
     """Records and deletes per (partition, file group, previous commit) of tagged records,
-    sorted (inserts, with no file group, first in their partition).
+    sorted (inserts, with no file group, first in their partition); and how many records have
+    a key the incoming keys' filter lacks (the records were located with it: any such record
+    means the input changed since it was checked).
 
     Each task counts its rows with Arrow's group-by and the driver adds the tasks' counts
     up: one Spark job, where a ``groupBy`` costs a shuffle and a job per stage."""
+    sums = ("records", "deletes", "unfiltered")
     schema = T.StructType(
-        [T.StructField(c, T.StringType(), True) for c in _COUNTED]
-        + [T.StructField("records", T.LongType(), False), T.StructField("deletes", T.LongType(), False)]
+        [T.StructField(c, T.StringType(), True) for c in _COUNTED] + [T.StructField(c, T.LongType(), False) for c in sums]
     )
 
     def count_batch(batch: pa.RecordBatch) -> pa.Table:
-        counted = pa.Table.from_batches([batch]).group_by(list(_COUNTED), use_threads=False).aggregate(
-            [([], "count_all"), (DELETE_FLAG, "sum")]
+        table = pa.Table.from_batches([batch])
+        if key_filter is None:
+            unfiltered = pa.nulls(batch.num_rows, pa.bool_())
+        else:
+            unfiltered = pa.array(~key_filter.might_contain(batch.column(RECORD_KEY)))
+        table = table.append_column("_unfiltered", unfiltered)
+        counted = table.group_by(list(_COUNTED), use_threads=False).aggregate(
+            [([], "count_all"), (DELETE_FLAG, "sum"), ("_unfiltered", "sum")]
         )
         columns = {c: counted.column(c) for c in _COUNTED}
-        return pa.table({**columns, "records": counted.column("count_all"), "deletes": counted.column(f"{DELETE_FLAG}_sum")})
+        return pa.table(
+            {
+                **columns,
+                "records": counted.column("count_all"),
+                "deletes": counted.column(f"{DELETE_FLAG}_sum"),
+                "unfiltered": counted.column("_unfiltered_sum"),
+            }
+        )
 
     def count(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         partials = [count_batch(b) for b in batches if b.num_rows]
         if not partials:
             return
         totals = pa.concat_tables(partials).group_by(list(_COUNTED), use_threads=False).aggregate(
-            [("records", "sum"), ("deletes", "sum")]
+            [(c, "sum") for c in sums]
         )
         yield pa.RecordBatch.from_arrays(
             [totals.column(c).combine_chunks() for c in _COUNTED]
-            + [pc.fill_null(totals.column(f"{c}_sum"), 0).cast(pa.int64()).combine_chunks() for c in ("records", "deletes")],
+            + [pc.fill_null(totals.column(f"{c}_sum"), 0).cast(pa.int64()).combine_chunks() for c in sums],
             names=[f.name for f in schema.fields],
         )
 
     summed: dict[tuple, list[int]] = {}
-    for row in tagged.select(*_COUNTED, DELETE_FLAG).mapInArrow(count, schema).collect():
+    unfiltered = 0
+    needed = [*_COUNTED, DELETE_FLAG] + ([RECORD_KEY] if key_filter is not None else [])
+    for row in tagged.select(*needed).mapInArrow(count, schema).collect():
         totals = summed.setdefault((row[0], row[1], row[2]), [0, 0])
         totals[0] += int(row[3])
         totals[1] += int(row[4])
+        unfiltered += int(row[5])
     ordered = sorted(summed, key=lambda k: (k[0], k[1] is not None, k[1] or "", k[2] is not None, k[2] or ""))
-    return [(p, f, c, *summed[(p, f, c)]) for p, f, c in ordered]
+    return [(p, f, c, *summed[(p, f, c)]) for p, f, c in ordered], unfiltered
 
 
 def tag_locations(
@@ -307,8 +338,10 @@ def tag_locations(
     cfg: WriteConfig,
     storage_options: dict,
     partitions: list[str],
+    key_filter: KeyFilter | None = None,
 ) -> DataFrame:
-    """Add ``_hd_file_id`` and ``_hd_prev_commit`` (null: an insert)."""
+    """Add ``_hd_file_id`` and ``_hd_prev_commit`` (null: an insert). ``key_filter``: of the
+    incoming keys, for the simple indexes (:func:`uses_key_filter`)."""
     index = cfg.index_type
     if index == "BUCKET":
         return _tag_bucket(spark, incoming, table, cfg, partitions)
@@ -324,7 +357,7 @@ def tag_locations(
     elif index in ("BLOOM", "GLOBAL_BLOOM"):
         locations = _existing_locations_bloom(spark, table, refs, incoming, cfg, storage_options, global_index)
     else:
-        locations = _existing_locations_simple(spark, table, refs, storage_options)
+        locations = _existing_locations_simple(spark, table, refs, storage_options, key_filter)
     if not global_index:
         condition = (F.col(RECORD_KEY) == F.col("_loc_key")) & (F.col(PARTITION_PATH) == F.col("_loc_partition"))
         joined = incoming.join(locations, condition, "left")

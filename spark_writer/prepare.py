@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 import pyarrow as pa
@@ -23,6 +24,7 @@ from hudi_duck.core.write.handles import DELETE_FLAG, HARD_DELETE_FLAG
 
 from . import ordering as ordering_rule
 from .config import WriteConfig
+from .key_filter import USEFUL_FILL, KeyFilter, KeyFilterBuilder
 
 SEQ = "_hd_seq"
 
@@ -134,9 +136,20 @@ def combines(cfg: WriteConfig, operation: str) -> bool:
     }.get(operation, False)
 
 
+@dataclass(frozen=True)
+class CheckedInput:
+    """What the input check learnt while keying every record, when reading the input again gives
+    the same records: their partition paths, sorted (locating them then needs no job of its own to
+    list them), and a filter of their keys for the simple index (``None``: not asked for, or it
+    would keep most keys)."""
+
+    partitions: list[str]
+    key_filter: KeyFilter | None = None
+
+
 def refuse_unwritable_records(
-    df: DataFrame, cfg: WriteConfig, operation: str, is_mor: bool, path: str
-) -> list[str] | None:
+    df: DataFrame, cfg: WriteConfig, operation: str, is_mor: bool, path: str, key_filter: bool = False
+) -> CheckedInput | None:
     """Refuse, before an instant starts, records Hudi refuses: a null ordering value where Hudi
     would reject it, and records its key generator cannot key (a null or empty record key field;
     for several fields, all of them).
@@ -145,10 +158,10 @@ def refuse_unwritable_records(
     of a few rows is dominated by Spark jobs, so the checks share one. Counting and naming an
     example take more jobs, but only when the write is refused.
 
-    Returns the partition paths of the records, sorted, when the scan keyed them (the key
-    generator gives each record's path with its key) and reading the input again gives the
-    same records, so that locating the records needs no job of its own to list them; ``None``
-    otherwise (the records are listed where they are tagged, as Hudi's simple index lists them)."""
+    Returns the records' partition paths (and, with ``key_filter``, a filter of their keys) when
+    the scan keyed them (the key generator gives each record's path with its key) and reading the
+    input again gives the same records; ``None`` otherwise (the records are listed where they are
+    tagged, as Hudi's simple index lists them)."""
     ordering_field = _checked_ordering_field(df, cfg, operation, is_mor)
     check_keys = bool(cfg.record_key_fields) and operation != "delete_partition"
     if ordering_field is None and not check_keys:
@@ -159,6 +172,7 @@ def refuse_unwritable_records(
         generator = None
         found_key = found_ordering = False
         listed: set[str] = set()
+        keys_seen = KeyFilterBuilder() if key_filter else None
         for batch in batches:
             if ordering_field is not None and not found_ordering and batch.column(_ORDERING_CHECKED).null_count:
                 found_ordering = True
@@ -167,7 +181,9 @@ def refuse_unwritable_records(
                 if generator is None:
                     generator = key_generator_from_write_options(options, batch.schema)
                 try:
-                    generator.record_keys(batch)
+                    keys = generator.record_keys(batch)
+                    if keys_seen is not None:
+                        keys_seen.add(keys)
                     new = [p for p in pc.unique(generator.partition_paths(batch).cast(pa.string())).to_pylist() if p not in listed]
                 except KeyGeneratorError as exc:
                     found_key = True
@@ -178,6 +194,8 @@ def refuse_unwritable_records(
                         yield pa.RecordBatch.from_pydict({"kind": ["partition"] * len(new), "problem": new})
             if found_key == check_keys and found_ordering == (ordering_field is not None):
                 return
+        if keys_seen is not None:
+            yield pa.RecordBatch.from_pydict({"kind": ["keys"], "problem": [keys_seen.build().to_text()]})
 
     # only the key, partition and ordering columns cross to Python; each task reports at most one
     # problem of each kind, so one job over all partitions (a ``limit`` would run partitions in
@@ -193,7 +211,16 @@ def refuse_unwritable_records(
             f"{path}: a record has no record key in hoodie.datasource.write.recordkey.field={fields}: "
             f"{keys[0]} Fill the field or drop those records; nothing was written."
         )
-    return sorted({row[1] for row in found if row[0] == "partition"}) if check_keys and deterministic(df) else None
+    if not (check_keys and deterministic(df)):
+        return None
+    partitions = sorted({row[1] for row in found if row[0] == "partition"})
+    if not key_filter:
+        return CheckedInput(partitions)
+    union = KeyFilter.empty()
+    for row in found:
+        if row[0] == "keys":
+            union = union.union(KeyFilter.from_text(row[1]))
+    return CheckedInput(partitions, union if union.fill <= USEFUL_FILL else None)
 
 
 def deterministic(df: DataFrame) -> bool:

@@ -1,4 +1,5 @@
-"""The simple bucket index's hash: Java's ``String``/``List`` hash codes, one key at a time and a batch at a time."""
+"""Java's ``String``/``List`` hash codes, one string at a time and a batch at a time, and the
+simple bucket index's buckets made of them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hudi_duck.core.index.bucket import bucket_id, bucket_ids, java_list_hash, java_string_hash
+from hudi_duck.core.index.bucket import bucket_id, bucket_ids, java_list_hash
+from hudi_duck.core.metadata.java import string_hash, string_hashes
 
 
 @pytest.mark.parametrize(
@@ -23,7 +25,8 @@ from hudi_duck.core.index.bucket import bucket_id, bucket_ids, java_list_hash, j
     ],
 )
 def test_string_hash_is_javas(text, java_hash):
-    assert java_string_hash(text) == java_hash
+    assert string_hash(text) == java_hash
+    assert string_hashes(pa.array(["x", text])).tolist() == [string_hash("x"), java_hash & 0xFFFFFFFF]
 
 
 def test_list_hash_is_javas():
@@ -60,6 +63,7 @@ def test_a_null_key_is_refused():
     buckets=st.integers(min_value=1, max_value=10_000),
 )
 def test_batch_and_single_key_rules_agree(keys, buckets):
+    assert string_hashes(pa.array(keys, pa.string())).tolist() == [string_hash(k) & 0xFFFFFFFF for k in keys]
     assert bucket_ids(pa.array(keys, pa.string()), ["a", "b"], buckets).to_pylist() == [
         bucket_id(k, ["a", "b"], buckets) for k in keys
     ]

@@ -99,10 +99,63 @@ def test_input_check_lists_partitions_only_of_repeatable_input(small_spark):
 
     cfg = parse_options(_options("upsert"))
     frame = small_spark.createDataFrame(_rows(1), "id string, part string, ts long, v long")
-    listed = prepare.refuse_unwritable_records(frame, cfg, "upsert", True, "/t")
-    assert listed == [f"p{p:02d}" for p in range(PARTITIONS)]
+    checked = prepare.refuse_unwritable_records(frame, cfg, "upsert", True, "/t")
+    assert checked.partitions == [f"p{p:02d}" for p in range(PARTITIONS)]
+    assert checked.key_filter is None  # not asked for
     drawn = frame.withColumn("part", F.concat(F.lit("p"), (F.rand() * 3).cast("int").cast("string")))
     assert prepare.refuse_unwritable_records(drawn, cfg, "upsert", True, "/t") is None
+    assert prepare.refuse_unwritable_records(drawn, cfg, "upsert", True, "/t", key_filter=True) is None
+
+
+def test_input_check_filters_the_keys_it_saw(small_spark):
+    """Asked for, the check of the input returns a filter holding every record key it keyed,
+    and few others: the simple index hands Spark only base-file keys the filter may hold."""
+    import pyarrow as pa
+
+    from spark_writer import index, prepare
+    from spark_writer.config import parse_options
+
+    cfg = parse_options(_options("upsert"))
+    assert index.uses_key_filter(cfg, "upsert") and index.uses_key_filter(cfg, "delete")
+    assert not index.uses_key_filter(cfg, "insert") and not index.uses_key_filter(cfg, "bulk_insert")
+    assert not index.uses_key_filter(parse_options(_options("upsert", **{"hoodie.index.type": "BLOOM"})), "upsert")
+    frame = small_spark.createDataFrame(_rows(1), "id string, part string, ts long, v long").repartition(3)
+    checked = prepare.refuse_unwritable_records(frame, cfg, "upsert", True, "/t", key_filter=True)
+    keys = [row[0] for row in _rows(1)]
+    assert checked.key_filter.might_contain(pa.array(keys)).all()
+    others = pa.array([f"other-{i}" for i in range(10_000)])
+    assert checked.key_filter.might_contain(others).sum() < 50
+
+
+def test_input_whose_keys_change_between_reads_is_refused_before_writing(small_spark, con, tmp_path):
+    """The simple index reads only base-file keys the input's check saw. An input that gives
+    another key when read again (here: a key the table has) would have that key written as new,
+    a duplicate. The records' keys are checked against the filter before any file is written."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    import spark_writer
+    from hudi_duck.core.errors import WriteError
+
+    path = str(tmp_path / "t")
+    schema = "id string not null, part string not null, ts long not null, v long not null"
+    spark_writer.write(small_spark.createDataFrame(_rows(1), schema), path, _options("bulk_insert"))
+    before = sorted(con.sql(f"SELECT id, part, ts, v FROM hudi_snapshot('{path}')").fetchall())
+    marker = str(tmp_path / "keyed-once")
+
+    def drifting_key(key):  # no type hints: pyspark would take them for a pandas UDF's
+        """A new key on the first read of the input, an existing one (of p00) on every later read."""
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+            return key
+        except FileExistsError:
+            return "k00-0"
+
+    udf = F.udf(drifting_key, T.StringType())
+    updates = small_spark.createDataFrame([("new-key", "p00", 2, 7)], schema).withColumn("id", udf("id"))
+    with pytest.raises(WriteError, match=r"gave other records when read again \(1 record keys.*nothing was written"):
+        spark_writer.write(updates, path, _options("upsert"))
+    assert sorted(con.sql(f"SELECT id, part, ts, v FROM hudi_snapshot('{path}')").fetchall()) == before
 
 
 def test_input_that_changes_between_reads_is_refused_before_writing(small_spark, con, tmp_path):

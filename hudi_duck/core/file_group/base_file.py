@@ -59,6 +59,7 @@ import pyarrow.parquet as pq
 from ..config.write_settings import ParquetSettings
 from ..errors import CorruptFileError, HudiError, SchemaError, WriteError
 from ..index import bloom as _bloom
+from ..metadata.java import string_hash
 from ..schema.avro_arrow import avro_to_arrow, parse_avro_schema
 from ..schema.evolution import align_to_schema
 from ..schema.meta_fields import (
@@ -206,14 +207,6 @@ def avro_schema_with_meta_fields(avro_schema: str | Mapping[str, Any], with_oper
 # -- Java HashMap iteration order (parquet-mr's footer map) ------------------------------------
 
 
-def _java_string_hash(text: str) -> int:
-    units = text.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(units), 2):
-        h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
-    return h
-
-
 def _table_size_for(cap: int) -> int:
     n = 1
     while n < cap:
@@ -268,7 +261,7 @@ class _JavaHashMap:
         cap = max(self.cap, 1)
 
         def bucket(key: str) -> int:
-            h = _java_string_hash(key)
+            h = string_hash(key) & 0xFFFFFFFF
             return (h ^ (h >> 16)) & (cap - 1)
 
         return sorted(self.keys, key=bucket)  # stable: insertion order within a bucket

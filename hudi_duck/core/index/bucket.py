@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..metadata.java import string_hash, string_hashes
+
 _INT_MASK = 0xFFFFFFFF
 
 
@@ -22,20 +24,11 @@ def _to_int32(value: int) -> int:
     return value - (1 << 32) if value & 0x80000000 else value
 
 
-def java_string_hash(text: str) -> int:
-    """``String.hashCode()`` over UTF-16 code units."""
-    h = 0
-    encoded = text.encode("utf-16-be")
-    for i in range(0, len(encoded), 2):
-        h = (31 * h + ((encoded[i] << 8) | encoded[i + 1])) & _INT_MASK
-    return _to_int32(h)
-
-
 def java_list_hash(values: list[str | None]) -> int:
     """``List.hashCode()`` of strings (null elements hash to 0)."""
     h = 1
     for value in values:
-        h = (31 * h + (java_string_hash(value) if value is not None else 0)) & _INT_MASK
+        h = (31 * h + (string_hash(value) if value is not None else 0)) & _INT_MASK
     return _to_int32(h)
 
 
@@ -56,53 +49,21 @@ def bucket_id(record_key: str, hash_fields: list[str], num_buckets: int) -> int:
 
 
 def bucket_ids(record_keys: pa.Array | pa.ChunkedArray, hash_fields: list[str], num_buckets: int) -> pa.Array:
-    """:func:`bucket_id` of every key, as int32.
-
-    Plain ASCII keys (the usual case) are hashed with numpy: their UTF-16 code units
-    are their bytes. Complex keys (``f1:v1,...``) and keys with other characters
-    take :func:`bucket_id` one by one, so both paths give the same bucket."""
+    """:func:`bucket_id` of every key, as int32: plain keys hashed a batch at a time, complex
+    keys (``f1:v1,...``) one by one, so both give the same bucket."""
     keys = record_keys.combine_chunks() if isinstance(record_keys, pa.ChunkedArray) else record_keys
-    keys = keys.cast(pa.string())
     if keys.null_count:
         raise ValueError("a record key is null; the bucket index needs every record's key")
-    hashes = _ascii_string_hashes(keys)
-    list_hashes = (np.uint32(31) + hashes).astype(np.uint32)  # List.hashCode() of the one key
+    keys = keys.cast(pa.string())
+    list_hashes = (np.uint32(31) + string_hashes(keys)).astype(np.uint32)  # List.hashCode() of the one key
     buckets = (list_hashes & np.uint32(0x7FFFFFFF)) % np.uint32(num_buckets)
-    slow = pc.or_(pc.invert(pc.string_is_ascii(keys)), pc.match_substring(keys, ":"))
-    if pc.any(slow).as_py():
+    complex_keys = pc.match_substring(keys, ":")
+    if pc.any(complex_keys).as_py():
         buckets = buckets.astype(np.int64)
         texts = keys.to_pylist()
-        for i in np.flatnonzero(slow.to_numpy(zero_copy_only=False)):
+        for i in np.flatnonzero(complex_keys.to_numpy(zero_copy_only=False)):
             buckets[i] = bucket_id(texts[i], hash_fields, num_buckets)
     return pa.array(buckets.astype(np.int32), pa.int32())
-
-
-def _ascii_string_hashes(keys: pa.StringArray) -> np.ndarray:
-    """``String.hashCode()`` of each string as uint32, reading its bytes as code units
-    (right for ASCII strings): the sum of ``byte * 31^(bytes after it)`` modulo 2^32.
-
-    The strings are right-aligned in rows of the longest one's width (leading zeros add
-    nothing), so the hash is one matrix-vector product in wrapping uint32 arithmetic."""
-    n = len(keys)
-    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32)[keys.offset : keys.offset + n + 1].astype(np.int64)
-    if n == 0 or offsets[-1] == offsets[0]:
-        return np.zeros(n, dtype=np.uint32)
-    data = np.frombuffer(keys.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
-    lengths = np.diff(offsets)
-    width = int(lengths.max())
-    if int(lengths.min()) == width:
-        rows = data.reshape(n, width)
-    else:
-        rows = np.zeros((n, width), dtype=np.uint8)
-        starts = np.arange(n, dtype=np.int64) * width + (width - lengths)
-        rows.reshape(-1)[np.repeat(starts - (offsets[:-1] - offsets[0]), lengths) + np.arange(len(data))] = data
-    powers = np.ones(width, dtype=np.uint32)
-    if width > 1:
-        powers[:-1] = np.cumprod(np.full(width - 1, 31, dtype=np.uint32), dtype=np.uint32)[::-1]
-    hashes = np.zeros(n, dtype=np.uint32)
-    for j in range(width):  # column by column: no n x width uint32 temporary
-        hashes += rows[:, j].astype(np.uint32) * powers[j]
-    return hashes
 
 
 def bucket_id_str(bucket: int) -> str:

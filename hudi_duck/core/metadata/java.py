@@ -1,5 +1,6 @@
-"""Java behaviours the metadata table's bytes depend on: ``String.hashCode``, ``HashMap``
-iteration order and XXHash64 (``HashID``)."""
+"""Java behaviours Hudi's bytes depend on: ``String.hashCode`` (the metadata table's file
+groups and maps, the bucket index, parquet footers' key order), ``HashMap`` iteration order and
+XXHash64 (``HashID``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ import struct
 from functools import lru_cache
 from operator import mul
 from typing import Iterable, TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 V = TypeVar("V")
 
@@ -35,6 +40,46 @@ def string_hash(text: str) -> int:
     n = len(units) // 2
     h = sum(map(mul, struct.unpack(f">{n}H", units), _descending_powers(n))) & _MASK32
     return h - (1 << 32) if h & 0x80000000 else h
+
+
+def string_hashes(texts: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """:func:`string_hash` of every string of a batch, as uint32 (the same bits, unsigned).
+
+    ASCII strings (their UTF-16 code units are their bytes) are hashed with numpy, right-aligned
+    in rows of the longest one's width (leading zeros add nothing): one product per column in
+    wrapping uint32 arithmetic. Other strings take :func:`string_hash` one by one."""
+    strings = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
+    strings = strings.cast(pa.string())
+    if strings.null_count:
+        raise ValueError("a string to hash is null")
+    hashes = _ascii_hashes(strings)
+    other = pc.invert(pc.string_is_ascii(strings))
+    if pc.any(other).as_py():
+        values = strings.to_pylist()
+        for i in np.flatnonzero(other.to_numpy(zero_copy_only=False)):
+            hashes[i] = string_hash(values[i]) & _MASK32
+    return hashes
+
+
+def _ascii_hashes(strings: pa.StringArray) -> np.ndarray:
+    n = len(strings)
+    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int32)[strings.offset : strings.offset + n + 1].astype(np.int64)
+    if n == 0 or offsets[-1] == offsets[0]:
+        return np.zeros(n, dtype=np.uint32)
+    data = np.frombuffer(strings.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    lengths = np.diff(offsets)
+    width = int(lengths.max())
+    if int(lengths.min()) == width:
+        rows = data.reshape(n, width)
+    else:
+        rows = np.zeros((n, width), dtype=np.uint8)
+        starts = np.arange(n, dtype=np.int64) * width + (width - lengths)
+        rows.reshape(-1)[np.repeat(starts - (offsets[:-1] - offsets[0]), lengths) + np.arange(len(data))] = data
+    powers = np.array(_descending_powers(width), dtype=np.uint32)
+    hashes = np.zeros(n, dtype=np.uint32)
+    for j in range(width):  # column by column: no n x width uint32 temporary
+        hashes += rows[:, j].astype(np.uint32) * powers[j]
+    return hashes
 
 
 def _bucket_hash(key: str) -> int:
