@@ -461,6 +461,10 @@ class WriteClient:
             # one pass: each task derives keys and writes its files
             to_inflight(_profile_from_counts([], {}, operation))
             return self._bulk_insert(records, ctx, cfg, prepare.key_assigner_factory(cfg, instant_time)), {}
+        if checked is not None and checked.rows is not None and operation != "bulk_insert":
+            tasks = prepare.input_tasks(checked.rows, checked.tasks, self.spark.sparkContext.defaultParallelism)
+            if tasks < checked.tasks:
+                records = records.coalesce(tasks)
         records = prepare.with_keys(records, cfg, instant_time)
         records = prepare.with_delete_flags(records, hard_delete=operation == "delete")
         if operation == "bulk_insert" and cfg.index_type != "BUCKET":

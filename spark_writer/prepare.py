@@ -145,6 +145,8 @@ class CheckedInput:
 
     partitions: list[str]
     key_filter: KeyFilter | None = None
+    rows: int | None = None  # records in the input
+    tasks: int | None = None  # its Spark partitions
 
 
 def refuse_unwritable_records(
@@ -173,7 +175,9 @@ def refuse_unwritable_records(
         found_key = found_ordering = False
         listed: set[str] = set()
         keys_seen = KeyFilterBuilder() if key_filter else None
+        rows = 0
         for batch in batches:
+            rows += batch.num_rows
             if ordering_field is not None and not found_ordering and batch.column(_ORDERING_CHECKED).null_count:
                 found_ordering = True
                 yield pa.RecordBatch.from_pydict({"kind": ["ordering"], "problem": [""]})
@@ -196,6 +200,7 @@ def refuse_unwritable_records(
                 return
         if keys_seen is not None:
             yield pa.RecordBatch.from_pydict({"kind": ["keys"], "problem": [keys_seen.build().to_text()]})
+        yield pa.RecordBatch.from_pydict({"kind": ["rows"], "problem": [str(rows)]})
 
     # only the key, partition and ordering columns cross to Python; each task reports at most one
     # problem of each kind, so one job over all partitions (a ``limit`` would run partitions in
@@ -214,13 +219,30 @@ def refuse_unwritable_records(
     if not (check_keys and deterministic(df)):
         return None
     partitions = sorted({row[1] for row in found if row[0] == "partition"})
+    counts = [int(row[1]) for row in found if row[0] == "rows"]
+    size = {"rows": sum(counts), "tasks": len(counts)}
     if not key_filter:
-        return CheckedInput(partitions)
+        return CheckedInput(partitions, **size)
     union = KeyFilter.empty()
     for row in found:
         if row[0] == "keys":
             union = union.union(KeyFilter.from_text(row[1]))
-    return CheckedInput(partitions, union if union.fill <= USEFUL_FILL else None)
+    return CheckedInput(partitions, union if union.fill <= USEFUL_FILL else None, **size)
+
+
+#: rows a task of an upsert's input keys and hands on before more tasks than cores pay off
+ROWS_PER_INPUT_TASK = 250_000
+
+
+def input_tasks(rows: int, tasks: int, cores: int) -> int:
+    """Spark tasks for keying and locating the input: its own partitions, but no more than the
+    cores (or one per ``ROWS_PER_INPUT_TASK`` rows, when that is more).
+
+    Each task runs a Python worker pass, a fixed cost of tens of milliseconds: a micro-batch of a
+    few thousand rows from a 16- or 64-partition source pays it 16 or 64 times for no parallelism the
+    cores can give. Merging partitions (``coalesce``, no shuffle) keeps every core busy."""
+    wanted = max(1, cores, -(-rows // ROWS_PER_INPUT_TASK))
+    return min(tasks, wanted)
 
 
 def deterministic(df: DataFrame) -> bool:

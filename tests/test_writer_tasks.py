@@ -107,6 +107,52 @@ def test_input_check_lists_partitions_only_of_repeatable_input(small_spark):
     assert prepare.refuse_unwritable_records(drawn, cfg, "upsert", True, "/t", key_filter=True) is None
 
 
+def test_small_inputs_are_keyed_in_no_more_tasks_than_cores():
+    from spark_writer.prepare import ROWS_PER_INPUT_TASK, input_tasks
+
+    assert input_tasks(10_000, 16, 2) == 2  # a micro-batch from a 16-partition source
+    assert input_tasks(10_000, 1, 4) == 1  # never more than the input has
+    assert input_tasks(0, 8, 2) == 2
+    assert input_tasks(10 * ROWS_PER_INPUT_TASK, 16, 2) == 10  # enough rows: more tasks than cores
+    assert input_tasks(100 * ROWS_PER_INPUT_TASK, 16, 2) == 16
+    assert input_tasks(10_000, 16, 64) == 16  # a cluster's cores
+
+
+def test_input_check_counts_rows_and_tasks(small_spark):
+    from spark_writer import prepare
+    from spark_writer.config import parse_options
+
+    frame = small_spark.createDataFrame(_rows(1), "id string, part string, ts long, v long").repartition(5)
+    checked = prepare.refuse_unwritable_records(frame, parse_options(_options("upsert")), "upsert", True, "/t")
+    assert (checked.rows, checked.tasks) == (len(_rows(1)), 5)
+
+
+def test_upsert_of_a_small_many_partition_input_keys_it_in_few_tasks(small_spark, con, tmp_path):
+    """Only the input's check runs a task per input partition; keying and locating the records
+    run in no more tasks than cores (the records are few)."""
+    import spark_writer
+
+    path = str(tmp_path / "t")
+    schema = "id string not null, part string not null, ts long not null, v long not null"
+    spark_writer.write(small_spark.createDataFrame(_rows(1), schema), path, _options("bulk_insert"))
+    updates = small_spark.createDataFrame(_rows(2), schema).repartition(16)
+    tracker = small_spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup(None))
+    spark_writer.write(updates, path, _options("upsert"))
+    stages = [
+        tracker.getStageInfo(stage)
+        for job in sorted(set(tracker.getJobIdsForGroup(None)) - before)
+        for stage in tracker.getJobInfo(job).stageIds
+    ]
+    wide = [s.name for s in stages if s is not None and s.numTasks == 16]
+    cores = small_spark.sparkContext.defaultParallelism
+    assert cores < 16
+    # the repartition's own stage (JVM) and the check of the input: nothing else runs 16 tasks
+    assert wide and all("prepare.py" in name or "NativeMethodAccessorImpl" in name or "Completable" in name for name in wide), wide
+    got = sorted(con.sql(f"SELECT id, ts FROM hudi_snapshot('{path}')").fetchall())
+    assert got == sorted((k, 2) for k, _, _, _ in _rows(1))
+
+
 def test_input_check_filters_the_keys_it_saw(small_spark):
     """Asked for, the check of the input returns a filter holding every record key it keyed,
     and few others: the simple index hands Spark only base-file keys the filter may hold."""
