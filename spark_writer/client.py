@@ -464,6 +464,10 @@ class WriteClient:
         if checked is not None and checked.rows is not None and operation != "bulk_insert":
             tasks = prepare.input_tasks(checked.rows, checked.tasks, self.spark.sparkContext.defaultParallelism)
             if tasks < checked.tasks:
+                if prepare.combines(cfg, operation):
+                    # ties between a key's records go to the later one in the input: numbered before the
+                    # partitions merge (a coalesce of cached partitions need not keep their order)
+                    records = records.withColumn(prepare.SEQ, F.monotonically_increasing_id())
                 records = records.coalesce(tasks)
         records = prepare.with_keys(records, cfg, instant_time)
         records = prepare.with_delete_flags(records, hard_delete=operation == "delete")

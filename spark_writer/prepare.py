@@ -114,7 +114,8 @@ def precombine(df: DataFrame, cfg: WriteConfig, global_index: bool) -> DataFrame
     """
     keys = [RECORD_KEY] if global_index else [RECORD_KEY, PARTITION_PATH]
     ordering = cfg.precombine_field
-    with_seq = df.withColumn(SEQ, F.monotonically_increasing_id())
+    # the input's order, unless numbered before its partitions were merged
+    with_seq = df if SEQ in df.columns else df.withColumn(SEQ, F.monotonically_increasing_id())
     order = [F.col(SEQ).desc()]
     if ordering:
         order = ordering_rule.order_desc(F.col(ordering), ordering_rule.rule_for(df, ordering)) + order

@@ -153,6 +153,38 @@ def test_upsert_of_a_small_many_partition_input_keys_it_in_few_tasks(small_spark
     assert got == sorted((k, 2) for k, _, _, _ in _rows(1))
 
 
+@pytest.mark.parametrize("cached", [False, True])
+def test_ties_go_to_the_later_record_of_the_input_when_its_partitions_merge(small_spark, con, tmp_path, cached):
+    """A key's records with equal ordering values: the later one in the input wins, also when the
+    input is keyed in fewer tasks than it has partitions (a coalesce of cached partitions groups
+    them out of order). Every pair of the 16 input partitions shares a key, one record in each."""
+    from pyspark.sql import functions as F
+
+    import spark_writer
+
+    path = str(tmp_path / "t")
+    schema = "id string not null, part string not null, ts long not null, v long not null"
+    spark_writer.write(small_spark.createDataFrame(_rows(1), schema), path, _options("bulk_insert"))
+    here, other = F.col("id"), F.explode(F.sequence(F.lit(0), F.lit(15))).alias("other")
+    ties = (
+        small_spark.range(0, 16, 1, 16)
+        .select(here, other)
+        .where(F.col("other") != here)
+        .select(
+            F.format_string("pair-%02d-%02d", F.least(here, F.col("other")), F.greatest(here, F.col("other"))).alias("id"),
+            F.lit("p00").alias("part"),
+            F.lit(5).cast("long").alias("ts"),
+            here.alias("v"),  # the input partition the record is in
+        )
+    )
+    if cached:
+        ties = ties.cache()
+        ties.count()
+    spark_writer.write(ties, path, _options("upsert"))
+    got = con.sql(f"SELECT id, v FROM hudi_snapshot('{path}') WHERE id LIKE 'pair-%' ORDER BY id").fetchall()
+    assert got == [(f"pair-{i:02d}-{j:02d}", j) for i in range(16) for j in range(i + 1, 16)]
+
+
 def test_input_check_filters_the_keys_it_saw(small_spark):
     """Asked for, the check of the input returns a filter holding every record key it keyed,
     and few others: the simple index hands Spark only base-file keys the filter may hold."""
