@@ -122,11 +122,9 @@ def merge_sql(
         spec=spec,
     )
     # only the first base row of a key merges (a duplicate key in a base file keeps its other rows)
-    first_base = (
-        "SELECT base_slice, base_key, base_ordering, base_row FROM base"
-        if one_base_row_per_key
-        else f"SELECT base_slice, base_key, base_ordering, base_row FROM base "
-        f"SEMI JOIN w ON base_slice = w.{SLICE} AND base_key = w.{ENTRY_KEY} "
+    base_rows = "SELECT base_slice, base_key, base_ordering, base_row FROM base"
+    first_base = base_rows if one_base_row_per_key else (
+        f"{base_rows} SEMI JOIN w ON base_slice = w.{SLICE} AND base_key = w.{ENTRY_KEY} "
         "QUALIFY row_number() OVER (PARTITION BY base_slice, base_key ORDER BY base_row) = 1"
     )
     return (

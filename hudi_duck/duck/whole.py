@@ -177,9 +177,8 @@ def _base_relation(
     it) and physical row number."""
     from .sql import FILENAME_COL, ROW_COL
 
-    ordering = ctx.merge.ordering_field
-    # a base row's ordering value decides only under event-time ordering (``fold.base_wins``)
-    with_ordering = ctx.merge.event_time and bool(ordering) and ordering in ctx.schema.names
+    ordering = ctx.merge.base_ordering_field
+    with_ordering = bool(ordering) and ordering in ctx.schema.names
     if table is None:
         rows = pa.table({FILENAME_COL: pa.array([], pa.string()), ROW_COL: pa.array([], pa.int64()),
                          RECORD_KEY: pa.array([], pa.string())})

@@ -450,11 +450,10 @@ def iter_base_keys(ctx: SliceReadContext, slice_: FileSlice, batch_rows: int) ->
 
 
 def _base_key_columns(ctx: SliceReadContext, parquet: pq.ParquetFile) -> list[str]:
-    ordering = ctx.merge.ordering_field
+    ordering = ctx.merge.base_ordering_field
     names = parquet.schema_arrow.names
     columns = [RECORD_KEY] if ctx.key_of is None else list(names)
-    # a base row's ordering value decides only under event-time ordering (``fold.base_wins``)
-    if ctx.merge.event_time and ordering and ordering in names and ordering not in columns:
+    if ordering and ordering in names and ordering not in columns:
         columns.append(ordering)
     return columns
 
@@ -463,9 +462,9 @@ def _base_keys(ctx: SliceReadContext, table: pa.Table) -> tuple[pa.Array, pa.Arr
     keys = ctx.keys(table)
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks()
-    ordering = ctx.merge.ordering_field
+    ordering = ctx.merge.base_ordering_field
     order = None
-    if ctx.merge.event_time and ordering and ordering in table.column_names and ordering in ctx.schema.names:
+    if ordering and ordering in table.column_names and ordering in ctx.schema.names:
         # compared as the reader schema's type (an int column widened to long holds Longs)
         order = table.column(ordering).combine_chunks().cast(ctx.schema.field(ordering).type)
     return keys, order

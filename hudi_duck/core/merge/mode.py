@@ -60,6 +60,12 @@ class MergeConfig:
         return self.mode is MergeMode.EVENT_TIME_ORDERING
 
     @property
+    def base_ordering_field(self) -> str | None:
+        """The field a base row's ordering value is read from: only event-time ordering compares
+        it (under commit-time ordering a log record always replaces the base row, ``fold.base_wins``)."""
+        return self.ordering_field if self.event_time else None
+
+    @property
     def soft_deletes_ordered(self) -> bool:
         """Does an incoming ``_hoodie_is_deleted`` record yield to a greater stored ordering value?
 
