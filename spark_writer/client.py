@@ -462,13 +462,8 @@ class WriteClient:
             to_inflight(_profile_from_counts([], {}, operation))
             return self._bulk_insert(records, ctx, cfg, prepare.key_assigner_factory(cfg, instant_time)), {}
         if checked is not None and checked.rows is not None and operation != "bulk_insert":
-            tasks = prepare.input_tasks(checked.rows, checked.tasks, self.spark.sparkContext.defaultParallelism)
-            if tasks < checked.tasks:
-                if prepare.combines(cfg, operation):
-                    # ties between a key's records go to the later one in the input: numbered before the
-                    # partitions merge (a coalesce of cached partitions need not keep their order)
-                    records = records.withColumn(prepare.SEQ, F.monotonically_increasing_id())
-                records = records.coalesce(tasks)
+            cores = self.spark.sparkContext.defaultParallelism
+            records = prepare.in_fewer_tasks(records, checked, cores, numbering=prepare.combines(cfg, operation))
         records = prepare.with_keys(records, cfg, instant_time)
         records = prepare.with_delete_flags(records, hard_delete=operation == "delete")
         if operation == "bulk_insert" and cfg.index_type != "BUCKET":
@@ -525,11 +520,7 @@ class WriteClient:
             if listed is not None:
                 self._check_listed_partitions(listed, counts)
             if unfiltered:
-                raise WriteError(
-                    f"{self.path}: the input DataFrame gave other records when read again ({unfiltered} record keys "
-                    "were not there when it was checked); its records could not be located. Persist or checkpoint "
-                    "it (df.localCheckpoint()) before writing; nothing was written."
-                )
+                raise self._changed_input(f"{unfiltered} record keys were not there when it was checked")
             located = sum(c[3] for c in counts if c[1])
             log.info(
                 "%s %s: %d records, %d in existing file groups, located in %.1fs; writing files ...",
@@ -559,11 +550,15 @@ class WriteClient:
         unlisted = sorted({partition for partition, *_ in counts if partition not in known})
         if unlisted:
             shown = ", ".join(repr(p) for p in unlisted[:5]) + (" ..." if len(unlisted) > 5 else "")
-            raise WriteError(
-                f"{self.path}: the input DataFrame gave other records when read again (records in partitions "
-                f"{shown} were not there when it was checked); its records could not be located. Persist or "
-                "checkpoint it (df.localCheckpoint()) before writing; nothing was written."
-            )
+            raise self._changed_input(f"records in partitions {shown} were not there when it was checked")
+
+    def _changed_input(self, what: str) -> WriteError:
+        """The input was located by what its check saw (partitions, a filter of its keys) and read
+        again differently: its records could not be located, and nothing is written."""
+        return WriteError(
+            f"{self.path}: the input DataFrame gave other records when read again ({what}); its records could "
+            "not be located. Persist or checkpoint it (df.localCheckpoint()) before writing; nothing was written."
+        )
 
     def _reject_updates_under_clustering(self, table: HudiTable, counts) -> None:
         """Hudi's default update strategy (SparkRejectUpdateStrategy): no updates to file groups being clustered."""

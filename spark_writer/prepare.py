@@ -114,14 +114,19 @@ def precombine(df: DataFrame, cfg: WriteConfig, global_index: bool) -> DataFrame
     """
     keys = [RECORD_KEY] if global_index else [RECORD_KEY, PARTITION_PATH]
     ordering = cfg.precombine_field
-    # the input's order, unless numbered before its partitions were merged
-    with_seq = df if SEQ in df.columns else df.withColumn(SEQ, F.monotonically_increasing_id())
+    with_seq = numbered(df)
     order = [F.col(SEQ).desc()]
     if ordering:
         order = ordering_rule.order_desc(F.col(ordering), ordering_rule.rule_for(df, ordering)) + order
     window = Window.partitionBy(*keys).orderBy(*order)
     ranked = with_seq.withColumn("_hd_rank", F.row_number().over(window))
     return ranked.filter(F.col("_hd_rank") == 1).drop("_hd_rank", SEQ)
+
+
+def numbered(df: DataFrame) -> DataFrame:
+    """``SEQ``: each record's place in the input (partition, then row), which decides ties between a
+    key's records; kept when already there (numbered before the input's partitions merged)."""
+    return df if SEQ in df.columns else df.withColumn(SEQ, F.monotonically_increasing_id())
 
 
 def combines(cfg: WriteConfig, operation: str) -> bool:
@@ -233,6 +238,16 @@ def refuse_unwritable_records(
 
 #: rows a task of an upsert's input keys and hands on before more tasks than cores pay off
 ROWS_PER_INPUT_TASK = 250_000
+
+
+def in_fewer_tasks(df: DataFrame, checked: CheckedInput, cores: int, numbering: bool) -> DataFrame:
+    """``df`` in :func:`input_tasks` partitions (``coalesce``: no shuffle). A coalesce of cached
+    partitions need not keep their order, so with ``numbering`` (the records will be precombined)
+    they are numbered first."""
+    tasks = input_tasks(checked.rows, checked.tasks, cores)
+    if tasks >= checked.tasks:
+        return df
+    return (numbered(df) if numbering else df).coalesce(tasks)
 
 
 def input_tasks(rows: int, tasks: int, cores: int) -> int:

@@ -205,69 +205,64 @@ def test_input_check_filters_the_keys_it_saw(small_spark):
     assert checked.key_filter.might_contain(others).sum() < 50
 
 
-def test_input_whose_keys_change_between_reads_is_refused_before_writing(small_spark, con, tmp_path):
-    """The simple index reads only base-file keys the input's check saw. An input that gives
-    another key when read again (here: a key the table has) would have that key written as new,
-    a duplicate. The records' keys are checked against the filter before any file is written."""
+def _table_and_drifting_input(small_spark, con, tmp_path, column: str, first: tuple, later: str):
+    """A written table (its rows read back, its delta commits) and a one-row input whose ``column``
+    is ``first``'s value on the first read of the input and ``later`` on every read after (a UDF over
+    outside state: Spark takes Python UDFs as deterministic)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     import spark_writer
-    from hudi_duck.core.errors import WriteError
-
-    path = str(tmp_path / "t")
-    schema = "id string not null, part string not null, ts long not null, v long not null"
-    spark_writer.write(small_spark.createDataFrame(_rows(1), schema), path, _options("bulk_insert"))
-    before = sorted(con.sql(f"SELECT id, part, ts, v FROM hudi_snapshot('{path}')").fetchall())
-    marker = str(tmp_path / "keyed-once")
-
-    def drifting_key(key):  # no type hints: pyspark would take them for a pandas UDF's
-        """A new key on the first read of the input, an existing one (of p00) on every later read."""
-        try:
-            os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
-            return key
-        except FileExistsError:
-            return "k00-0"
-
-    udf = F.udf(drifting_key, T.StringType())
-    updates = small_spark.createDataFrame([("new-key", "p00", 2, 7)], schema).withColumn("id", udf("id"))
-    with pytest.raises(WriteError, match=r"gave other records when read again \(1 record keys.*nothing was written"):
-        spark_writer.write(updates, path, _options("upsert"))
-    assert sorted(con.sql(f"SELECT id, part, ts, v FROM hudi_snapshot('{path}')").fetchall()) == before
-
-
-def test_input_that_changes_between_reads_is_refused_before_writing(small_spark, con, tmp_path):
-    """Locating looks only in the partitions the input's check listed. An input Spark calls
-    deterministic that still reads differently (a UDF over outside state, a live source) would
-    have records the index never looked for, written as new: duplicate keys. Refused instead."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    import spark_writer
-    from hudi_duck.core.errors import WriteError
 
     path = str(tmp_path / "t")
     schema = "id string not null, part string not null, ts long not null, v long not null"
     spark_writer.write(small_spark.createDataFrame(_rows(1), schema), path, _options("bulk_insert"))
     before = sorted(con.sql(f"SELECT id, part, ts, v FROM hudi_snapshot('{path}')").fetchall())
     commits = sorted(n for n in os.listdir(os.path.join(path, ".hoodie")) if n.endswith(".deltacommit"))
-
     marker = str(tmp_path / "read-once")
 
-    def drifting_part(part):  # no type hints: pyspark would take them for a pandas UDF's
-        """``part`` on the first read of the input, another partition on every later read."""
+    def drifting(value):  # no type hints: pyspark would take them for a pandas UDF's
         try:
             os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
-            return part
+            return value
         except FileExistsError:
-            return "p11"
+            return later
 
-    udf = F.udf(drifting_part, T.StringType())  # Spark takes Python UDFs as deterministic
-    updates = small_spark.createDataFrame([_rows(2)[0]], schema).withColumn("part", udf("part"))
+    udf = F.udf(drifting, T.StringType())
+    return path, before, commits, small_spark.createDataFrame([first], schema).withColumn(column, udf(column))
+
+
+def _unchanged(con, path: str, before: list, commits: list) -> bool:
+    rows = sorted(con.sql(f"SELECT id, part, ts, v FROM hudi_snapshot('{path}')").fetchall())
+    return rows == before and sorted(n for n in os.listdir(os.path.join(path, ".hoodie")) if n.endswith(".deltacommit")) == commits
+
+
+def test_input_whose_keys_change_between_reads_is_refused_before_writing(small_spark, con, tmp_path):
+    """The simple index reads only base-file keys the input's check saw. An input that gives
+    another key when read again (here: a key the table has) would have that key written as new,
+    a duplicate. The records' keys are checked against the filter before any file is written."""
+    import spark_writer
+    from hudi_duck.core.errors import WriteError
+
+    path, before, commits, updates = _table_and_drifting_input(
+        small_spark, con, tmp_path, "id", ("new-key", "p00", 2, 7), later="k00-0"
+    )
+    with pytest.raises(WriteError, match=r"gave other records when read again \(1 record keys.*nothing was written"):
+        spark_writer.write(updates, path, _options("upsert"))
+    assert _unchanged(con, path, before, commits)
+
+
+def test_input_that_changes_between_reads_is_refused_before_writing(small_spark, con, tmp_path):
+    """Locating looks only in the partitions the input's check listed. An input Spark calls
+    deterministic that still reads differently (a UDF over outside state, a live source) would
+    have records the index never looked for, written as new: duplicate keys. Refused instead."""
+    import spark_writer
+    from hudi_duck.core.errors import WriteError
+
+    path, before, commits, updates = _table_and_drifting_input(small_spark, con, tmp_path, "part", _rows(2)[0], later="p11")
     with pytest.raises(WriteError, match=r"gave other records when read again.*'p11'.*nothing was written"):
         spark_writer.write(updates, path, _options("upsert"))
-    assert sorted(con.sql(f"SELECT id, part, ts, v FROM hudi_snapshot('{path}')").fetchall()) == before
-    assert sorted(n for n in os.listdir(os.path.join(path, ".hoodie")) if n.endswith(".deltacommit")) == commits
+    assert _unchanged(con, path, before, commits)
 
 
 @pytest.mark.parametrize("spark_before_4_1", [False, True])
