@@ -5,7 +5,10 @@
 
 Two tables grow side by side, one commit per step:
 
-* **COW** (``insert`` of ``--rows`` new rows a step): rows, file groups and commits grow.
+* **COW** (``insert`` of ``--rows`` new rows a step): rows, file groups and commits grow. Its writes set
+  ``hoodie.parquet.small.file.limit`` (``--small-file-limit``, default 0: no file is small, so every insert
+  makes new file groups; Hudi's default, 104857600, would let the inserts fill the first step's files and the
+  file groups would stay as they are).
   Write baseline: Spark writing the same batch as a Hudi base file holds it (meta columns first,
   gzip, one folder per partition). Read baseline: ``read_parquet`` over the same latest base files.
 * **MOR** (``bulk_insert`` of ``--rows`` rows, then an ``upsert`` of 5% of the keys a step): commits
@@ -54,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=50_000, help="rows inserted per COW step / in the MOR table")
     ap.add_argument("--fraction", type=float, default=0.05, help="keys of the MOR table upserted per step")
     ap.add_argument("--repeat", type=int, default=3, help="cold reads per step and table (median)")
+    ap.add_argument("--small-file-limit", type=int, default=0,
+                    help="hoodie.parquet.small.file.limit of the COW writes (0: file groups grow every step)")
     ap.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
     ap.add_argument("--chart", default=str(BENCH_DIR / "growth.png"))
     args = ap.parse_args(argv)
@@ -157,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         # writes (the baseline writes the same batch, right before)
         spark_cow_s = spark_same_content(batch)
         t0 = time.perf_counter()
-        spark_writer.write(batch, cow, hudi_options("growth_cow", "COPY_ON_WRITE", "insert" if step else "bulk_insert"))
+        cow_options = hudi_options("growth_cow", "COPY_ON_WRITE", "insert" if step else "bulk_insert",
+                                   **{"hoodie.parquet.small.file.limit": str(args.small_file_limit)})
+        spark_writer.write(batch, cow, cow_options)
         cow_s = time.perf_counter() - t0
         spark_mor_s = spark_same_content(mor_batch)
         t0 = time.perf_counter()

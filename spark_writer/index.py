@@ -18,12 +18,11 @@ from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from hudi_duck.core.file_group.base_file import read_base_file_footer
+from hudi_duck.core.file_group.base_file import read_base_file_footer, read_record_keys
 from hudi_duck.core.index import bucket as bucket_index
 from hudi_duck.core.schema.meta_fields import PARTITION_PATH, RECORD_KEY
 from hudi_duck.core.storage.storage import Storage
@@ -86,16 +85,6 @@ def _spread(spark: SparkSession, rows: list[tuple], schema: T.StructType, tasks:
     return spark.createDataFrame(spark.sparkContext.parallelize(rows, tasks), schema)
 
 
-def _file_keys(storage: Storage, path: str, key_generator) -> pa.Array:
-    """Record keys stored in a base file: the meta column, or (virtual keys,
-    ``key_generator`` given) derived from the key fields."""
-    with storage.open(path) as handle:
-        if key_generator is None:
-            return pq.read_table(handle, columns=[RECORD_KEY]).column(RECORD_KEY).combine_chunks()
-        rows = pq.read_table(handle, columns=list(key_generator.record_key_fields))
-        return key_generator.record_keys(rows).cast(pa.string())
-
-
 def uses_key_filter(cfg: WriteConfig, operation: str) -> bool:
     """Does locating the records read every base-file key (the simple indexes), so that a filter
     of the incoming keys (:mod:`spark_writer.key_filter`) saves handing most of them to Spark?"""
@@ -108,7 +97,7 @@ def _read_keys_fn(base_uri: str, storage_options: dict, key_generator=None, key_
         storage = Storage(base_uri, storage_options)
         for batch in batches:
             for partition, file_id, instant, path in zip(*(batch.column(i).to_pylist() for i in range(4))):
-                keys = _file_keys(storage, path, key_generator)
+                keys = read_record_keys(storage, path, key_generator)
                 if key_filter is not None:
                     keys = keys.filter(pa.array(key_filter.might_contain(keys)))
                 n = len(keys)
@@ -189,8 +178,7 @@ def _existing_locations_bloom(spark, table: HudiTable, refs: list[BaseFileRef], 
                 maybe = [k for k, hit in zip(candidate_keys, hits) if hit]
             if not maybe:
                 continue
-            with storage.open(path) as handle:
-                actual = set(pq.read_table(handle, columns=[RECORD_KEY]).column(RECORD_KEY).to_pylist())
+            actual = set(read_record_keys(storage, path).to_pylist())
             found = [k for k in maybe if k in actual]
             n = len(found)
             yield pa.RecordBatch.from_arrays(

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from fixtures import fixture_id, fixture_zips
 
-from hudi_duck.core.errors import WriteError
+from hudi_duck.core.errors import SchemaError, WriteError
 from hudi_duck.core.config.write_settings import BloomFilterSettings, ParquetSettings
 from hudi_duck.core.file_group.base_file import (
     avro_schema_with_meta_fields,
@@ -24,10 +24,12 @@ from hudi_duck.core.file_group.base_file import (
     footer_key_order,
     java_min_max,
     read_base_file_footer,
+    read_record_keys,
     write_base_file,
 )
 from hudi_duck.core.file_group.naming import base_file_name, parse_base_file
 from hudi_duck.core.index import bloom
+from hudi_duck.core.keygen.generators import ComplexKeyGenerator
 from hudi_duck.core.schema.meta_fields import META_FIELDS
 from hudi_duck.core.storage.storage import Storage
 
@@ -341,6 +343,35 @@ def test_without_meta_fields(tmp_path):
     keys = [k for k, _ in _raw_footer(str(tmp_path / rel))]
     assert keys == ["parquet.avro.schema", "writer.model.name"]
     assert result.bloom_filter is None and result.min_record_key is None
+
+
+def test_read_record_keys_stored_derived_and_missing(tmp_path):
+    """One reader of a base file's keys for every index: the meta column in row order, keys derived by
+    the key generator when the table has no meta columns, and a missing column named with its file."""
+    storage = Storage(str(tmp_path))
+    data = _sample(12)
+    stored_keys = pa.array([f"k{i:03d}" for i in range(12)][::-1])
+    stored = _name("dddddddd-0000-0000-0000-000000000000-0")
+    write_base_file(storage, stored, data, SCHEMA, commit_time="20240101000000000",
+                    file_id="dddddddd-0000-0000-0000-000000000000-0", partition_path="", record_keys=stored_keys)
+    keys = read_record_keys(storage, stored)
+    assert keys.type == pa.string() and keys.to_pylist() == stored_keys.to_pylist()
+
+    virtual = _name("eeeeeeee-0000-0000-0000-000000000000-0")
+    write_base_file(storage, virtual, data, SCHEMA, commit_time="20240101000000000",
+                    file_id="eeeeeeee-0000-0000-0000-000000000000-0", partition_path="",
+                    record_keys=pc.cast(data.column("id"), pa.string()), populate_meta_fields=False)
+    generator = ComplexKeyGenerator(["id", "small"], [])
+    derived = read_record_keys(storage, virtual, generator)
+    assert derived.to_pylist() == generator.record_keys(data).cast(pa.string()).to_pylist()
+    assert derived.to_pylist()[1] == "id:1,small:1"
+
+    plain = "plain.parquet"
+    pq.write_table(pa.table({"id": [1, 2]}), tmp_path / plain)
+    with pytest.raises(SchemaError, match=r"plain\.parquet: no column _hoodie_record_key.*populate\.meta\.fields=true"):
+        read_record_keys(storage, plain)
+    with pytest.raises(SchemaError, match=r"plain\.parquet: no column small; .*record key fields"):
+        read_record_keys(storage, plain, generator)
 
 
 def test_preserve_meta_mask_and_file_name_rewrite(tmp_path):

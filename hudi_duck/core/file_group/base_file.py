@@ -773,6 +773,30 @@ def read_base_file_footer(storage: Storage, rel_path: str) -> dict[str, Any]:
     }
 
 
+def read_record_keys(storage: Storage, rel_path: str, key_generator: Any = None) -> pa.Array:
+    """The record keys of a base file, in row order: its ``_hoodie_record_key`` column, or (a
+    table with virtual keys, ``key_generator`` given) keys derived from the key fields.
+
+    Reads only those columns through ``ParquetFile``: ``pq.read_table``'s dataset layer costs
+    more than the read itself for a small file (about 1 ms against 0.25 ms for a 10-row base
+    file), and an index lookup reads every base file of the table.
+    """
+    with storage.open(rel_path, "rb") as handle:
+        parquet = pq.ParquetFile(handle, pre_buffer=not storage.is_local)
+        names = parquet.schema_arrow.names
+        columns = [RECORD_KEY] if key_generator is None else list(key_generator.record_key_fields)
+        missing = [c for c in columns if c not in names]
+        if missing:
+            what = "the meta columns (hoodie.populate.meta.fields=true)" if key_generator is None else "the record key fields"
+            raise SchemaError(
+                f"base file {storage.uri(rel_path)}: no column {', '.join(missing)}; reading its record keys needs {what}"
+            )
+        rows = parquet.read(columns=columns, use_threads=False)
+    if key_generator is None:
+        return rows.column(RECORD_KEY).combine_chunks()
+    return key_generator.record_keys(rows).cast(pa.string())
+
+
 __all__ = [
     "BaseFileWriteResult",
     "avro_schema_to_string",
@@ -781,5 +805,6 @@ __all__ = [
     "footer_key_order",
     "java_min_max",
     "read_base_file_footer",
+    "read_record_keys",
     "write_base_file",
 ]

@@ -33,7 +33,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..avro import models as avro_models
-from ..errors import HudiError
+from ..errors import HudiError, SchemaError
+from ..file_group.base_file import read_record_keys
 from ..file_group.log_blocks import _arrow_schema_of, decode_data_block, decode_delete_block
 from ..file_group.log_format import BlockType, read_log_file
 from ..schema.meta_fields import RECORD_KEY
@@ -310,15 +311,10 @@ class RecordIndexUpdate:
 
 
 def _base_keys(storage: Storage, path: str) -> list[str]:
-    with storage.open(path) as handle:
-        names = pq.ParquetFile(handle).schema_arrow.names
-        if RECORD_KEY not in names:
-            raise MetadataIndexError(
-                f"{storage.uri(path)}: no {RECORD_KEY} column; the record index needs the meta columns "
-                "(hoodie.populate.meta.fields=true)"
-            )
-        handle.seek(0)
-        return pq.read_table(handle, columns=[RECORD_KEY]).column(RECORD_KEY).to_pylist()
+    try:
+        return read_record_keys(storage, path).to_pylist()
+    except SchemaError as exc:
+        raise MetadataIndexError(f"{exc}; the record index needs them") from exc
 
 
 def slice_keys(storage: Storage, table: Any, file_slice: Any) -> list[str]:
