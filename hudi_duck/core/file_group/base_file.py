@@ -59,7 +59,7 @@ import pyarrow.parquet as pq
 from ..config.write_settings import ParquetSettings
 from ..errors import CorruptFileError, HudiError, SchemaError, WriteError
 from ..index import bloom as _bloom
-from ..metadata.java import string_hash
+from ..metadata.java import hashmap_order, table_size_for
 from ..schema.avro_arrow import avro_to_arrow, parse_avro_schema
 from ..schema.evolution import align_to_schema
 from ..schema.meta_fields import (
@@ -207,15 +207,9 @@ def avro_schema_with_meta_fields(avro_schema: str | Mapping[str, Any], with_oper
 # -- Java HashMap iteration order (parquet-mr's footer map) ------------------------------------
 
 
-def _table_size_for(cap: int) -> int:
-    n = 1
-    while n < cap:
-        n <<= 1
-    return max(n, 1)
-
-
 class _JavaHashMap:
-    """Just enough of ``java.util.HashMap`` to know its iteration order."""
+    """Just enough of ``java.util.HashMap`` to know its table size after a copy and puts; the
+    iteration order for that size is :func:`metadata.java.hashmap_order`."""
 
     def __init__(self, copy_of: "list[str] | None" = None):
         self.cap = 0
@@ -250,7 +244,7 @@ class _JavaHashMap:
             if self.cap == 0:
                 t = int(s / 0.75 + 1.0)
                 if t > self.thr:
-                    self.thr = _table_size_for(t)
+                    self.thr = table_size_for(t)
             else:
                 while s > self.thr:
                     self._resize()
@@ -258,13 +252,7 @@ class _JavaHashMap:
             self.put(key)
 
     def iteration_order(self) -> list[str]:
-        cap = max(self.cap, 1)
-
-        def bucket(key: str) -> int:
-            h = string_hash(key) & 0xFFFFFFFF
-            return (h ^ (h >> 16)) & (cap - 1)
-
-        return sorted(self.keys, key=bucket)  # stable: insertion order within a bucket
+        return list(hashmap_order(((key, None) for key in self.keys), capacity=max(self.cap, 1)))
 
 
 def footer_key_order(hudi_keys: list[str]) -> list[str]:

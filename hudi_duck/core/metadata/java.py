@@ -87,7 +87,8 @@ def _bucket_hash(key: str) -> int:
     return h ^ (h >> 16)
 
 
-def _table_size_for(capacity: int) -> int:
+def table_size_for(capacity: int) -> int:
+    """``HashMap.tableSizeFor``: the least power of two at least ``capacity``."""
     size = 1
     while size < capacity:
         size <<= 1
@@ -96,7 +97,7 @@ def _table_size_for(capacity: int) -> int:
 
 def hashmap_capacity(entries: int, initial: int = 16, load_factor: float = 0.75) -> int:
     """Table size of a ``HashMap`` after ``entries`` puts (it doubles past ``capacity * load_factor``)."""
-    capacity = _table_size_for(max(initial, 1))
+    capacity = table_size_for(max(initial, 1))
     while entries > capacity * load_factor:
         capacity <<= 1
     return capacity
