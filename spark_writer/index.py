@@ -170,7 +170,8 @@ def _existing_locations_bloom(spark, table: HudiTable, refs: list[BaseFileRef], 
             for k, partition, file_id, instant, path in zip(*(batch.column(i).to_pylist() for i in range(5))):
                 pending.setdefault((partition, file_id, instant, path), []).append(k)
         for (partition, file_id, instant, path), candidate_keys in pending.items():
-            bloom = read_base_file_footer(storage, path)["bloom_filter"]
+            footer = read_base_file_footer(storage, path)
+            bloom = footer["bloom_filter"]
             if bloom is None:
                 maybe = candidate_keys
             else:
@@ -178,7 +179,7 @@ def _existing_locations_bloom(spark, table: HudiTable, refs: list[BaseFileRef], 
                 maybe = [k for k, hit in zip(candidate_keys, hits) if hit]
             if not maybe:
                 continue
-            actual = set(read_record_keys(storage, path).to_pylist())
+            actual = set(read_record_keys(storage, path, metadata=footer["parquet_metadata"]).to_pylist())
             found = [k for k in maybe if k in actual]
             n = len(found)
             yield pa.RecordBatch.from_arrays(
