@@ -477,8 +477,9 @@ class WriteClient:
             if cfg.is_global_index:  # a key's records in several partitions collapse into one of them
                 listed = None
         # keyed once when read twice (keys come from Python): by listing the partitions and tagging, or by
-        # an index that reads them twice; the simple index reads them once, into the tagged records' cache
-        reread = listed is None or cfg.index_type != "SIMPLE"
+        # an index that reads them twice; the simple index, and the bucket index over listed partitions,
+        # read them once, into the tagged records' cache
+        reread = listed is None or not index.tags_in_one_read(cfg, listed)
         if reread:
             records = records.persist()
         try:

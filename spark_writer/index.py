@@ -530,8 +530,50 @@ def _bucket_of(hash_fields: list[str], num_buckets: int):
     return F.pandas_udf(bucket_of, "int")
 
 
+#: Up to this many (partition, bucket) pairs, every pair of the records' partitions gets a row in the
+#: tagging map without looking at the records; past it the pairs the records fall in are collected.
+ENUMERATED_BUCKET_PAIRS = 1 << 16
+
+
+def _enumerates_bucket_pairs(num_buckets: int, partitions: list[str]) -> bool:
+    return len(partitions) * num_buckets <= ENUMERATED_BUCKET_PAIRS
+
+
+def tags_in_one_read(cfg: WriteConfig, partitions: list[str]) -> bool:
+    """Whether tagging records of ``partitions`` reads them only once (into the tagged records):
+    the simple index joins them with the table's keys, the bucket index maps every bucket of the
+    partitions without a pass of its own. Other indexes read the records to look them up first."""
+    if cfg.index_type == "SIMPLE":
+        return True
+    return cfg.index_type == "BUCKET" and _enumerates_bucket_pairs(int(cfg["hoodie.bucket.index.num.buckets"]), partitions)
+
+
+def _bucket_pairs(incoming: DataFrame, hash_fields: list[str], num_buckets: int) -> list[tuple[str, int]]:
+    """The (partition, bucket) pairs the records fall in: each task lists its own (Arrow's
+    ``unique``) and the driver merges the lists; one Spark job, no shuffle."""
+
+    def pairs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        seen: set[tuple[str, int]] = set()
+        for batch in batches:
+            found = pa.table({"p": batch.column(0), "b": bucket_index.bucket_ids(batch.column(1), hash_fields, num_buckets)})
+            unique = found.group_by(["p", "b"], use_threads=False).aggregate([])
+            new = [pair for pair in zip(unique.column("p").to_pylist(), unique.column("b").to_pylist()) if pair not in seen]
+            if new:
+                seen.update(new)
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([p for p, _ in new], pa.string()), pa.array([b for _, b in new], pa.int32())], names=["p", "b"]
+                )
+
+    listed = incoming.select(PARTITION_PATH, RECORD_KEY).mapInArrow(pairs, "p string, b int").collect()
+    return sorted({(r[0], r[1]) for r in listed})
+
+
 def _tag_bucket(spark, incoming: DataFrame, table: HudiTable | None, cfg: WriteConfig, partitions: list[str]) -> DataFrame:
-    """File group of each record from its bucket; new buckets get new file groups."""
+    """File group of each record from its bucket; new buckets get new file groups.
+
+    The map from (partition, bucket) to file group is built on the driver and broadcast. For the
+    usual sizes it holds every bucket of the records' partitions (``partitions``), so tagging
+    costs no pass over the records; a map that would be too large holds only the pairs found."""
     num_buckets = int(cfg["hoodie.bucket.index.num.buckets"])
     hash_fields = [f.strip() for f in (cfg.get("hoodie.bucket.index.hash.field") or ",".join(cfg.record_key_fields)).split(",") if f.strip()]
     existing: dict[tuple[str, int], tuple[str, str]] = {}
@@ -542,7 +584,10 @@ def _tag_bucket(spark, incoming: DataFrame, table: HudiTable | None, cfg: WriteC
                 existing[(s.partition_path, bucket)] = (s.file_id, s.base_instant_time)
 
     with_bucket = incoming.withColumn("_hd_bucket_id", _bucket_of(hash_fields, num_buckets)(F.col(RECORD_KEY)))
-    pairs = [(r[0], r[1]) for r in with_bucket.select(PARTITION_PATH, "_hd_bucket_id").distinct().collect()]
+    if _enumerates_bucket_pairs(num_buckets, partitions):
+        pairs = [(p, b) for p in partitions for b in range(num_buckets)]
+    else:
+        pairs = _bucket_pairs(incoming, hash_fields, num_buckets)
     rows = []
     for partition, bucket in pairs:
         if (partition, bucket) in existing:

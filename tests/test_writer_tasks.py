@@ -205,7 +205,7 @@ def test_input_check_filters_the_keys_it_saw(small_spark):
     assert checked.key_filter.might_contain(others).sum() < 50
 
 
-def _table_and_drifting_input(small_spark, con, tmp_path, column: str, first: tuple, later: str):
+def _table_and_drifting_input(small_spark, con, tmp_path, column: str, first: tuple, later: str, **extra: str):
     """A written table (its rows read back, its delta commits) and a one-row input whose ``column``
     is ``first``'s value on the first read of the input and ``later`` on every read after (a UDF over
     outside state: Spark takes Python UDFs as deterministic)."""
@@ -216,7 +216,7 @@ def _table_and_drifting_input(small_spark, con, tmp_path, column: str, first: tu
 
     path = str(tmp_path / "t")
     schema = "id string not null, part string not null, ts long not null, v long not null"
-    spark_writer.write(small_spark.createDataFrame(_rows(1), schema), path, _options("bulk_insert"))
+    spark_writer.write(small_spark.createDataFrame(_rows(1), schema), path, _options("bulk_insert", **extra))
     before = sorted(con.sql(f"SELECT id, part, ts, v FROM hudi_snapshot('{path}')").fetchall())
     commits = sorted(n for n in os.listdir(os.path.join(path, ".hoodie")) if n.endswith(".deltacommit"))
     marker = str(tmp_path / "read-once")
@@ -252,17 +252,55 @@ def test_input_whose_keys_change_between_reads_is_refused_before_writing(small_s
     assert _unchanged(con, path, before, commits)
 
 
-def test_input_that_changes_between_reads_is_refused_before_writing(small_spark, con, tmp_path):
+@pytest.mark.parametrize("index", ["SIMPLE", "BUCKET"])
+def test_input_that_changes_between_reads_is_refused_before_writing(small_spark, con, tmp_path, index):
     """Locating looks only in the partitions the input's check listed. An input Spark calls
     deterministic that still reads differently (a UDF over outside state, a live source) would
-    have records the index never looked for, written as new: duplicate keys. Refused instead."""
+    have records the index never looked for, written as new: duplicate keys. Refused instead.
+    (The bucket index maps only the listed partitions' buckets: it reads the input once too.)"""
     import spark_writer
     from hudi_duck.core.errors import WriteError
 
-    path, before, commits, updates = _table_and_drifting_input(small_spark, con, tmp_path, "part", _rows(2)[0], later="p11")
+    extra = {"hoodie.index.type": index, "hoodie.bucket.index.num.buckets": "4"}
+    path, before, commits, updates = _table_and_drifting_input(
+        small_spark, con, tmp_path, "part", _rows(2)[0], later="p11", **extra
+    )
     with pytest.raises(WriteError, match=r"gave other records when read again.*'p11'.*nothing was written"):
-        spark_writer.write(updates, path, _options("upsert"))
+        spark_writer.write(updates, path, _options("upsert", **extra))
     assert _unchanged(con, path, before, commits)
+
+
+@pytest.mark.parametrize("enumerated", [True, False])
+def test_bucket_index_writes_only_the_buckets_its_records_fall_in(small_spark, con, tmp_path, monkeypatch, enumerated):
+    """The bucket index maps every bucket of the input's partitions (or, for a map that would be
+    too large, the pairs its records fall in): either way each record lands in its key's bucket,
+    a later write finds the same file groups, and no file group is made for an empty bucket."""
+    import spark_writer
+    from hudi_duck.core.index.bucket import bucket_id, bucket_of_file_id
+    from spark_writer import index
+
+    if not enumerated:
+        monkeypatch.setattr(index, "ENUMERATED_BUCKET_PAIRS", 0)
+    path = str(tmp_path / "t")
+    schema = "id string not null, part string not null, ts long not null, v long not null"
+    extra = {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "64"}
+    rows = [(f"key-{i}", f"p{i % 2}", 1, i) for i in range(6)]
+    spark_writer.write(small_spark.createDataFrame(rows, schema), path, _options("bulk_insert", **extra))
+    spark_writer.write(small_spark.createDataFrame([(k, p, 2, v + 100) for k, p, _, v in rows], schema), path, _options("upsert", **extra))
+    located = con.sql(
+        f"SELECT _hoodie_record_key, _hoodie_partition_path, _hoodie_file_name, v FROM hudi_snapshot('{path}') ORDER BY 1"
+    ).fetchall()
+    assert [(k, p, v) for k, p, _, v in located] == [(k, p, v + 100) for k, p, _, v in sorted(rows)]
+    for key, _, file_name, _ in located:
+        assert bucket_of_file_id(file_name.split("_")[0].lstrip(".")) == bucket_id(key, ["id"], 64)
+    groups = {(p, name.split("_")[0].lstrip(".")) for _, p, name, _ in located}
+    on_disk = {
+        (part, name.split("_")[0].lstrip("."))
+        for part in ("p0", "p1")
+        for name in os.listdir(os.path.join(path, part))
+        if not name.startswith(".hoodie_partition_metadata")
+    }
+    assert on_disk == groups and len(groups) == len({(p, bucket_id(k, ["id"], 64)) for k, p, _, _ in rows})
 
 
 @pytest.mark.parametrize("spark_before_4_1", [False, True])
