@@ -21,12 +21,17 @@ spark key lookup 1%          (a floor, not hudi-duck) that table's base files re
 upsert 1% MOR                that table, upsert of 1% of its keys (updates only) into log files
 small: bulk_insert MOR       10,000 rows in 500 partitions (a MOR table of 1,000 file groups)
 small: upsert 1/7 MOR        ~14% of those keys (every 7th), upserted into log files
+bucket: bulk_insert MOR      the 1M-row MOR table with ``hoodie.index.type=BUCKET`` (16 buckets a
+                             partition): records shuffled to their buckets' file groups
+bucket: upsert 1% MOR        the same 1% upsert into that table: locating is hashing, no key is read
 ===========================  ========================================================================
 
 Targets (medians of ``--repeat`` rounds): bulk_insert COW <= 1.2x spark same content;
 upsert 1% <= 0.3x bulk_insert MOR; small upsert <= 1.0x small bulk_insert. Afterwards (not timed)
 every table is read back with hudi_duck and checked: row count, distinct keys and sum(fare) equal
 what the input and the updates say (each update raises ``fare`` by exactly ``round + 1``).
+The bucket-index cases (``--no-bucket`` leaves them out) are reported against the plain MOR
+bulk_insert, not as targets.
 """
 
 from __future__ import annotations
@@ -61,6 +66,12 @@ TARGETS = {  # (case, baseline, target ratio of medians)
     "bulk_insert vs same content": ("bulk_insert COW", "spark same content", 1.2),
     "upsert 1% vs bulk_insert": ("upsert 1% MOR", "bulk_insert MOR", 0.3),
     "small: upsert ~14% vs bulk_insert": ("small: upsert 1/7 MOR", "small: bulk_insert MOR", 1.0),
+}
+BUCKET_INDEX = {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "16"}
+COMPARED = {  # (case, baseline): reported beside the targets
+    "bucket index: bulk_insert vs plain bulk_insert": ("bucket: bulk_insert MOR", "bulk_insert MOR"),
+    "bucket index: upsert 1% vs plain bulk_insert": ("bucket: upsert 1% MOR", "bulk_insert MOR"),
+    "bucket index: upsert 1% vs its own bulk_insert": ("bucket: upsert 1% MOR", "bucket: bulk_insert MOR"),
 }
 
 
@@ -105,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="rounds of every timed case (default 3)")
     ap.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="where tables are written (default %(default)s)")
     ap.add_argument("--no-small", action="store_true", help="leave out the 500-partition table")
+    ap.add_argument("--no-bucket", action="store_true", help="leave out the bucket-index table")
     args = ap.parse_args(argv)
 
     import spark_writer
@@ -139,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
           f"upserts of {small_upd[0].count():,} keys (1/{SMALL_STEP}); {args.repeat} rounds; data in {root}", flush=True)
     print(f"# {os.cpu_count()} cpus; {load_before}", flush=True)
 
-    cow, mor, small_mor = str(root / "cow"), str(root / "mor"), str(root / "small")
+    cow, mor, small_mor, bucket = str(root / "cow"), str(root / "mor"), str(root / "small"), str(root / "bucket")
     same = str(root / "same_content")
     cow_opts = hudi_options("bench_cow", "COPY_ON_WRITE", "bulk_insert")
     mor_opts = hudi_options("bench_mor", "MERGE_ON_READ", "bulk_insert")
@@ -179,6 +191,13 @@ def main(argv: list[str] | None = None) -> int:
         record(SPARK_KEY_LOOKUP, lambda: key_lookup(r))
         record("upsert 1% MOR", lambda: spark_writer.write(upd[r], mor, hudi_options("bench_mor", "MERGE_ON_READ", "upsert")))
 
+    def bucket_round(r: int):
+        record("bucket: bulk_insert MOR",
+               lambda: spark_writer.write(df, bucket, hudi_options("bench_bucket", "MERGE_ON_READ", "bulk_insert", **BUCKET_INDEX)),
+               bucket)
+        record("bucket: upsert 1% MOR",
+               lambda: spark_writer.write(upd[r], bucket, hudi_options("bench_bucket", "MERGE_ON_READ", "upsert", **BUCKET_INDEX)))
+
     def small_round(r: int):
         record("small: bulk_insert MOR", lambda: spark_writer.write(small, small_mor, small_opts), small_mor)
         record("small: upsert 1/7 MOR",
@@ -199,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             lambda r=r: record("spark same content", same_content, same),
             lambda r=r: record("bulk_insert COW", lambda: spark_writer.write(df, cow, cow_opts), cow),
             lambda r=r: mor_round(r),
-        ] + ([] if args.no_small else [lambda r=r: small_round(r)])
+        ] + ([] if args.no_small else [lambda r=r: small_round(r)]) + ([] if args.no_bucket else [lambda r=r: bucket_round(r)])
         for case in rotated(cases, r):
             case()
         for label, (case, base, target) in TARGETS.items():  # running medians: a cut-short run still tells
@@ -227,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_small:
         expected["small: upsert 1/7 MOR"] = (SMALL_ROWS, SMALL_ROWS, round(small_fare + n_small_upd * (last + 1), 2))
         facts["small: upsert 1/7 MOR"] = snapshot_facts(small_mor)
+    if not args.no_bucket:
+        expected["bucket: upsert 1% MOR"] = expected["upsert 1% MOR"]
+        facts["bucket: upsert 1% MOR"] = snapshot_facts(bucket)
     checks = {}
     for name, want in expected.items():
         got = facts[name]
@@ -252,6 +274,12 @@ def main(argv: list[str] | None = None) -> int:
         ratios["floor: simple-index key lookup in Spark vs bulk_insert"] = {"median": c.median / b.median, "best": c.best / b.best}
         rows.append(["(floor) Spark alone: read every base-file key, join the 1% keys, vs bulk_insert",
                      fmt_s(c.median), fmt_s(b.median), fmt_ratio(c.median / b.median), fmt_ratio(c.best / b.best), "-", ""])
+    for label, (case, base) in COMPARED.items():
+        if case in results and base in results:
+            c, b = results[case], results[base]
+            ratios[label] = {"median": c.median / b.median, "best": c.best / b.best}
+            rows.append([f"({label})", fmt_s(c.median), fmt_s(b.median), fmt_ratio(c.median / b.median),
+                         fmt_ratio(c.best / b.best), "-", ""])
     print(table(["target", "hudi-duck median s", "baseline median s", "ratio (median)", "ratio (best)", "target", ""], rows))
     print()
     print(table(["case", "samples s", "median s", "best s"],

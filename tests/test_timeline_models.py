@@ -321,3 +321,15 @@ def test_compaction_and_clustering_plans_of_v9_fixtures(fixture_tables):
     done = mor.commit_metadata(mor.state_file(compaction.requested_time, State.COMPLETED))
     assert {(p, s.file_id) for p, s in done.iter_stats()} == set(compaction.plan.file_groups)
     assert mor.compaction_times() == frozenset({compaction.requested_time})
+
+
+def test_json_scalars_are_written_as_jackson_writes_them():
+    """Strings keep non-ASCII text and escape quotes, backslashes and control characters (in
+    upper-case hex, as Jackson's ``CharTypes``; a literal backslash-u00 stays as it is); ints,
+    floats, booleans and null as JSON has them; keys are quoted the same way."""
+    assert codec.encode_json(["\x1f\x0b", "\\u001f"]).decode() == '[ "\\u001F\\u000B", "\\\\u001f" ]'
+    value = {"s": 'é\u2028 "q" \\ \n\t\x01', "i": -5, "big": 2**40, "f": 0.5, "t": True, "n": None, "k\u00e9": [1, "a"], "e": {}}
+    assert codec.encode_json(value).decode("utf-8") == (
+        '{\n  "s" : "é\u2028 \\"q\\" \\\\ \\n\\t\\u0001",\n  "i" : -5,\n  "big" : 1099511627776,\n  "f" : 0.5,\n'
+        '  "t" : true,\n  "n" : null,\n  "k\u00e9" : [ 1, "a" ],\n  "e" : { }\n}'
+    )

@@ -11,6 +11,7 @@ so the format rules (magic, empty files, error messages) live here only.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +82,20 @@ def encode_json(record: dict[str, Any]) -> bytes:
 # -- Jackson's default pretty printer -----------------------------------------------
 
 
+_encode_string = json.encoder.encode_basestring  # json.dumps(s, ensure_ascii=False), in C
+#: a backslash-u00xx escape (a control character), not an escaped backslash before a literal "u00"
+_CONTROL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u00([0-9a-f]{2})")
+
+
+def _json_string(text: str) -> str:
+    """A JSON string literal as Jackson writes it: non-ASCII kept, control characters without a
+    short escape in upper-case hex, as Jackson's ``CharTypes`` has them (Python writes lower case)."""
+    literal = _encode_string(text)
+    if "\\u00" in literal:
+        literal = _CONTROL_ESCAPE.sub(lambda m: f"{m.group(1)}\\u00{m.group(2).upper()}", literal)
+    return literal
+
+
 def _json_scalar(value: Any) -> str:
     if value is None:
         return "null"
@@ -88,9 +103,13 @@ def _json_scalar(value: Any) -> str:
         return "true"
     if value is False:
         return "false"
+    if type(value) is str:
+        return _json_string(value)
+    if type(value) is int:
+        return int.__repr__(value)
     if isinstance(value, (int, float)):
         return json.dumps(value)
-    return json.dumps(str(value), ensure_ascii=False)
+    return _json_string(str(value))
 
 
 def jackson_pretty(value: Any, indent: int = 0) -> str:
@@ -105,7 +124,7 @@ def jackson_pretty(value: Any, indent: int = 0) -> str:
         if not value:
             return "{ }"
         inner = "  " * (indent + 1)
-        parts = [f"{inner}{_json_scalar(str(k))} : {jackson_pretty(v, indent + 1)}" for k, v in value.items()]
+        parts = [f"{inner}{_json_string(str(k))} : {jackson_pretty(v, indent + 1)}" for k, v in value.items()]
         return "{\n" + ",\n".join(parts) + f"\n{pad}}}"
     if isinstance(value, (list, tuple)):
         if not value:
