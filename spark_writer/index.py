@@ -238,23 +238,30 @@ def _existing_locations_record_index(spark, table: HudiTable, incoming: DataFram
     return assigned.repartition(max(1, count), "g").select("k").mapInArrow(look_up, _LOCATION_SCHEMA)
 
 
-def partition_paths(records: DataFrame) -> list[str]:
-    """The partition paths of the records, sorted.
+def distinct_rows(frame: DataFrame) -> list[tuple]:
+    """The distinct rows of ``frame``, sorted.
 
-    Each task lists the paths of its rows (Arrow's ``unique``) and the driver merges the
-    lists: one Spark job, where a ``distinct`` costs a shuffle and, under adaptive
+    Each task lists the distinct rows of its batches (Arrow's group-by) and the driver merges
+    the lists: one Spark job, where a ``distinct`` costs a shuffle and, under adaptive
     execution, a job per stage."""
+    names = frame.columns
 
     def unique(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        seen: set[str] = set()
+        seen: set[tuple] = set()
         for batch in batches:
-            new = [p for p in pc.unique(batch.column(0)).to_pylist() if p not in seen]
+            found = pa.Table.from_batches([batch]).group_by(names, use_threads=False).aggregate([])
+            rows = zip(*(found.column(n).to_pylist() for n in names))
+            new = [row for row in rows if row not in seen]
             if new:
                 seen.update(new)
-                yield pa.RecordBatch.from_arrays([pa.array(new, pa.string())], names=["p"])
+                yield pa.RecordBatch.from_pylist([dict(zip(names, row)) for row in new], schema=batch.schema)
 
-    listed = records.select(PARTITION_PATH).mapInArrow(unique, "p string").collect()
-    return sorted({r[0] for r in listed})
+    return sorted({tuple(r) for r in frame.mapInArrow(unique, frame.schema).collect()})
+
+
+def partition_paths(records: DataFrame) -> list[str]:
+    """The partition paths of the records, sorted (one Spark job: :func:`distinct_rows`)."""
+    return [p for (p,) in distinct_rows(records.select(PARTITION_PATH))]
 
 
 #: (partition path, file id or None, previous commit or None, records, deletes)
@@ -548,26 +555,6 @@ def tags_in_one_read(cfg: WriteConfig, partitions: list[str]) -> bool:
     return cfg.index_type == "BUCKET" and _enumerates_bucket_pairs(int(cfg["hoodie.bucket.index.num.buckets"]), partitions)
 
 
-def _bucket_pairs(incoming: DataFrame, hash_fields: list[str], num_buckets: int) -> list[tuple[str, int]]:
-    """The (partition, bucket) pairs the records fall in: each task lists its own (Arrow's
-    ``unique``) and the driver merges the lists; one Spark job, no shuffle."""
-
-    def pairs(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        seen: set[tuple[str, int]] = set()
-        for batch in batches:
-            found = pa.table({"p": batch.column(0), "b": bucket_index.bucket_ids(batch.column(1), hash_fields, num_buckets)})
-            unique = found.group_by(["p", "b"], use_threads=False).aggregate([])
-            new = [pair for pair in zip(unique.column("p").to_pylist(), unique.column("b").to_pylist()) if pair not in seen]
-            if new:
-                seen.update(new)
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array([p for p, _ in new], pa.string()), pa.array([b for _, b in new], pa.int32())], names=["p", "b"]
-                )
-
-    listed = incoming.select(PARTITION_PATH, RECORD_KEY).mapInArrow(pairs, "p string, b int").collect()
-    return sorted({(r[0], r[1]) for r in listed})
-
-
 def _tag_bucket(spark, incoming: DataFrame, table: HudiTable | None, cfg: WriteConfig, partitions: list[str]) -> DataFrame:
     """File group of each record from its bucket; new buckets get new file groups.
 
@@ -578,7 +565,8 @@ def _tag_bucket(spark, incoming: DataFrame, table: HudiTable | None, cfg: WriteC
     hash_fields = [f.strip() for f in (cfg.get("hoodie.bucket.index.hash.field") or ",".join(cfg.record_key_fields)).split(",") if f.strip()]
     existing: dict[tuple[str, int], tuple[str, str]] = {}
     if table is not None:
-        for s in table.file_system_view.latest_slices(partitions=[p for p in partitions if p in set(table.file_system_view.partitions)]):
+        known = set(table.file_system_view.partitions)
+        for s in table.file_system_view.latest_slices(partitions=[p for p in partitions if p in known]):
             bucket = bucket_index.bucket_of_file_id(s.file_id)
             if bucket is not None:
                 existing[(s.partition_path, bucket)] = (s.file_id, s.base_instant_time)
@@ -587,7 +575,7 @@ def _tag_bucket(spark, incoming: DataFrame, table: HudiTable | None, cfg: WriteC
     if _enumerates_bucket_pairs(num_buckets, partitions):
         pairs = [(p, b) for p in partitions for b in range(num_buckets)]
     else:
-        pairs = _bucket_pairs(incoming, hash_fields, num_buckets)
+        pairs = distinct_rows(with_bucket.select(PARTITION_PATH, "_hd_bucket_id"))
     rows = []
     for partition, bucket in pairs:
         if (partition, bucket) in existing:
