@@ -163,7 +163,10 @@ def test_two_single_writers_starting_together_never_both_proceed(fresh_fixture, 
     nothing is written and nothing left pending. Else exactly one commits, nothing lost."""
     path = fresh_fixture(MOR)
     before = _keys(path)
-    writers = [Writer(tmp_path, f"w{i}", path, f"t{i}") for i in range(2)]
+    # a heartbeat that outlives the test: with FAST_HEARTBEAT's 2 s, a writer starved of CPU for
+    # 2 s on a loaded machine is rightly taken for dead by the other, which then proceeds too
+    lasting = {"hoodie.client.heartbeat.interval_in_ms": "1000", "hoodie.client.heartbeat.tolerable.misses": "300"}
+    writers = [Writer(tmp_path, f"w{i}", path, f"t{i}", options=lasting) for i in range(2)]
     deadline = time.monotonic() + 120
 
     def settled() -> bool:

@@ -197,6 +197,49 @@ def test_two_runs_of_one_compaction_started_together(tmp_path, mode):
     assert _read_both(path) == sorted(model.values())
 
 
+def test_a_run_that_began_while_another_claimed_the_plan_is_not_rolled_back(tmp_path, monkeypatch):
+    """The interleaving of two runs started together that once rolled back a live run: run B
+    checks the heartbeat (none yet), then run A claims the plan and writes its inflight file,
+    then B reads the timeline. B must take that inflight file for A's live run (every run
+    beats the same heartbeat file, so B's own beat hides A's): B stops, nothing is rolled
+    back, and A commits."""
+    from hudi_duck.core.concurrency import control
+    from hudi_duck.core.concurrency.control import WriteConcurrency
+    from hudi_duck.core.concurrency.settings import ConcurrencySettings
+    from hudi_duck.core.errors import ConcurrentWriteError
+    from hudi_duck.core.timeline.transaction import Transaction
+
+    path, model = _table(tmp_path, "MERGE_ON_READ")
+    instant = _schedule(path, "compaction")
+    settings = ConcurrencySettings.from_options(FAST_HEARTBEAT)
+    storage = HudiTable(path).storage
+    checked = control.refuse_live_run
+    runs: list[Transaction] = []
+
+    def check_then_let_the_other_run_begin(*args, **kwargs):
+        checked(*args, **kwargs)
+        if not runs:  # (B's check: A claims and begins right after it)
+            runs.append(None)
+            a = Transaction.resume(HudiTable(path).timeline, instant, concurrency=WriteConcurrency(storage, settings))
+            a.begin()
+            runs[0] = a
+
+    monkeypatch.setattr(control, "refuse_live_run", check_then_let_the_other_run_begin)
+    with pytest.raises(ConcurrentWriteError, match="started by another process at the same moment") as refused:
+        Transaction.resume(HudiTable(path).timeline, instant, concurrency=WriteConcurrency(storage, settings))
+    assert instant in str(refused.value)
+    a = runs[0]
+    hoodie = Path(path) / ".hoodie"
+    assert (hoodie / f"{instant}.compaction.inflight").exists() and _rollbacks(path) == []
+    assert heartbeat.is_alive(storage, instant, settings.heartbeat_expiry_seconds)  # A's beat, left alone
+    a.concurrency.finished()  # (A's run ends here; the plan is still its to run)
+    monkeypatch.undo()
+    done = _service(tmp_path, "again", path, "compaction", instant, MODES["single_writer"], hold=False).outcome()
+    assert done["ok"], done
+    assert _completed(path, instant)
+    assert _read_both(path) == sorted(model.values())
+
+
 def test_a_killed_compaction_is_refused_while_its_heartbeat_lives_then_repaired(tmp_path):
     path, model = _table(tmp_path, "MERGE_ON_READ")
     instant = _schedule(path, "compaction")

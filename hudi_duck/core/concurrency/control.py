@@ -105,20 +105,44 @@ class WriteConcurrency:
 
     # -- resumed instants (table services run on their own) -------------------------------
     @contextmanager
-    def resuming(self, timeline: "Timeline", requested_time: str, action: str) -> Iterator[None]:
-        """Claim a resumed instant (see the module docstring). Inside the block (still under
-        the lock) the caller rolls back an attempt that died; leaving it by an exception
-        stops this run's heartbeat."""
+    def resuming(self, timeline: "Timeline", requested_time: str, action: str) -> Iterator["Timeline"]:
+        """Claim a resumed instant (see the module docstring); the block gets the timeline as
+        it was read *before* the heartbeat was checked. Inside the block (still under the
+        lock) the caller rolls back an attempt that died; leaving it by an exception stops
+        this run's heartbeat.
+
+        Every run of the instant beats the same heartbeat file, so once this run beats, a
+        live other run can no longer be told from this one. A run writes its heartbeat
+        before its inflight file: an inflight file in the timeline read before the check,
+        whose heartbeat the check found silent, is an attempt that died. One that appears
+        only later is a run that started meanwhile (see :meth:`claimed_inflight`)."""
         with self.locked(f"resuming {action} {requested_time}"):
+            seen = timeline.reload()
             refuse_live_run(self.storage, requested_time, action, self.settings)
             self.resumed = True
-            self.snapshot = _read_by(timeline.reload(), requested_time) if action in _CHECKED_SERVICES else None
+            self.snapshot = _read_by(seen, requested_time) if action in _CHECKED_SERVICES else None
             self.beat = heartbeat.Heartbeat(self.storage, requested_time, self.settings.heartbeat_interval_ms / 1000.0).start()
             try:
-                yield
+                yield seen
             except BaseException:
                 self.finished()
                 raise
+
+    def claimed_inflight(self, seen: "Timeline", current: "Timeline", requested_time: str, action: str) -> None:
+        """Refuse a resumed instant whose inflight file appeared between the timeline read
+        before the heartbeat check (``seen``) and now (``current``): another run checked at
+        the same moment and began first. It is alive (it beat before its inflight file), so
+        nothing is rolled back and its heartbeat stays."""
+        if seen.state_file(requested_time, State.INFLIGHT) is not None:
+            return
+        if current.state_file(requested_time, State.INFLIGHT) is None:
+            return
+        self.lost_race()
+        raise ConcurrentWriteError(
+            f"{self.storage.uri()}: {action} {requested_time} was started by another process at the same moment "
+            "(its inflight file appeared while this run claimed the plan); that run goes on, this one stops and "
+            "rolls nothing back. Run it again once that run is done, if it failed"
+        )
 
     def _check_still_ours(self, txn: "Transaction", current: "Timeline", metadata: Any) -> None:
         """A resumed instant whose inflight file or data files are gone was taken over by

@@ -197,9 +197,11 @@ class Transaction:
         if concurrency is None:
             refuse_live_run(timeline.storage, requested_time, action, ConcurrencySettings())
             return cls._resumed(timeline, requested_time, participants)
-        with concurrency.resuming(timeline, requested_time, action):
+        with concurrency.resuming(timeline, requested_time, action) as seen:
             # read again under the claim: another run may have finished or moved the instant on
-            txn = cls._resumed(timeline.reload(), requested_time, participants)
+            current = timeline.reload()
+            concurrency.claimed_inflight(seen, current, requested_time, action)
+            txn = cls._resumed(current, requested_time, participants)
         txn.concurrency = concurrency
         return txn
 
