@@ -212,7 +212,15 @@ def refuse_unwritable_records(
     # problem of each kind, so one job over all partitions (a ``limit`` would run partitions in
     # growing waves, one job each)
     result = T.StructType([T.StructField("kind", T.StringType()), T.StructField("problem", T.StringType())])
-    found = _checked_columns(df, cfg, ordering_field).mapInArrow(problems, result).collect()
+    checked = _checked_columns(df, cfg, ordering_field)
+    input_partitions = checked.rdd.getNumPartitions()
+    cores = df.sparkSession.sparkContext.defaultParallelism
+    if input_partitions > cores:
+        # one task per core (``coalesce``: no shuffle, and every core still busy): each task's
+        # Python worker pass costs tens of milliseconds, which a 16- or 64-partition input of a
+        # small upsert would pay 16 or 64 times over
+        checked = checked.coalesce(cores)
+    found = checked.mapInArrow(problems, result).collect()
     if any(row[0] == "ordering" for row in found):
         _raise_null_ordering(df, cfg, operation, is_mor, ordering_field, path)
     keys = [row[1] for row in found if row[0] == "key"]
@@ -226,7 +234,7 @@ def refuse_unwritable_records(
         return None
     partitions = sorted({row[1] for row in found if row[0] == "partition"})
     counts = [int(row[1]) for row in found if row[0] == "rows"]
-    size = {"rows": sum(counts), "tasks": len(counts)}
+    size = {"rows": sum(counts), "tasks": input_partitions}
     if not key_filter:
         return CheckedInput(partitions, **size)
     union = KeyFilter.empty()
