@@ -193,15 +193,37 @@ def test_plan_again_when_a_listed_timeline_file_vanishes(tmp_path, monkeypatch):
 
     monkeypatch.setattr(active.Timeline, "read_details", vanishing_once)
     clear_plan_cache()
+    active.clear_summary_cache()  # (a commit file this process knows is not read again)
     assert hudi_duck.connect().execute(f"SELECT count(*) FROM hudi_snapshot('{path}')").fetchone() == expected
     calls["n"] = 0
+    active.clear_summary_cache()
     assert hudi_duck.open_table(path).snapshot().read_all().num_rows == expected[0]
+    monkeypatch.setattr(active.Timeline, "read_details", real)
+
+    # a commit file the process knows (by its stat) that is gone when looked at
+    real_stat = active.os.stat
+    commit_files = {str(p) for p in (Path(path) / ".hoodie").glob("*.commit")}
+    looked = {"n": 0}
+
+    def stat_vanishing_once(name, *args, **kwargs):
+        if str(name) in commit_files:
+            looked["n"] += 1
+            if looked["n"] == 1:
+                raise FileNotFoundError(name)
+        return real_stat(name, *args, **kwargs)
+
+    monkeypatch.setattr(active.os, "stat", stat_vanishing_once)
+    clear_plan_cache()
+    assert hudi_duck.connect().execute(f"SELECT count(*) FROM hudi_snapshot('{path}')").fetchone() == expected
+    assert looked["n"] > 1  # looked at again in a plan made again
+    monkeypatch.setattr(active.os, "stat", real_stat)
 
     def always_gone(self, instant):
         raise TimelineChangedError(f"{instant} was listed but is gone")
 
     monkeypatch.setattr(active.Timeline, "read_details", always_gone)
     clear_plan_cache()
+    active.clear_summary_cache()
     with pytest.raises(Exception, match="was listed but is gone"):
         hudi_duck.connect().execute(f"SELECT count(*) FROM hudi_snapshot('{path}')").fetchone()
     shutil.rmtree(path)

@@ -207,6 +207,45 @@ def test_a_commit_summary_is_decoded_once_per_process_and_never_from_other_bytes
     assert b is not a and b.files[0].size == 2000 and a.files[0].size == 1000
 
 
+def test_a_local_commit_file_known_by_its_stat_is_not_read_again_unless_rewritten(tmp_path, monkeypatch):
+    """A local commit file's summary is kept by its ``stat`` (device, inode, size, modified and
+    changed times): a table opened again does not read it, and the same file rewritten with
+    bytes of the same size, even with its modified time put back, is read and decoded afresh."""
+    import os
+
+    from hudi_duck.core.config.table_config import TableConfig
+    from hudi_duck.core.storage.storage import Storage
+    from hudi_duck.core.timeline import active
+
+    def commit_bytes(size: int) -> bytes:
+        stat = WriteStat(file_id="f1", path=f"p/f1_0-1-0_20240101000000000.parquet", partition_path="p", file_size_in_bytes=size)
+        return CommitMetadata.of([stat], operation_type="INSERT").to_bytes(6)
+
+    first, second = commit_bytes(1000), commit_bytes(2000)
+    hoodie = tmp_path / ".hoodie"
+    hoodie.mkdir()
+    commit = hoodie / "20240101000000000.commit"
+    commit.write_bytes(first)
+    storage = Storage(str(tmp_path))
+    config = TableConfig({"hoodie.table.name": "t", "hoodie.table.type": "COPY_ON_WRITE", "hoodie.table.version": "6"})
+    active.clear_summary_cache()
+
+    def summary():
+        timeline = active.Timeline.load(storage, config)
+        return timeline.commit_summary(timeline.completed_writes[0])
+
+    assert summary().files[0].size == 1000
+    reads = []
+    real = active.Timeline.read_details
+    monkeypatch.setattr(active.Timeline, "read_details", lambda self, i: reads.append(i) or real(self, i))
+    assert summary().files[0].size == 1000 and reads == []  # known: not read again
+    before = os.stat(commit)
+    commit.write_bytes(second)
+    os.utime(commit, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(commit).st_size == before.st_size and os.stat(commit).st_mtime_ns == before.st_mtime_ns
+    assert summary().files[0].size == 2000 and len(reads) == 1
+
+
 def test_v6_write_stats_are_hudis_fields_in_hudis_order(fixture_tables):
     """Stats of v6 commits: Jackson's HoodieWriteStat order, log writes with the delta fields after."""
     kinds = set()

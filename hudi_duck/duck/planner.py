@@ -26,6 +26,22 @@ from ..core.table.table import HudiTable
 from . import cache
 from .sql import SqlRenderer
 
+
+def _load_planning_modules() -> None:
+    """Load what planning any table uses with the planner, as ``import hudi`` loads hudi-rs
+    whole: the key generators, the metadata table's reader, the commit JSON decoder and the
+    local filesystem. A query needs them all the same; a first plan no longer pays for them."""
+    import fsspec.implementations.local  # noqa: F401
+
+    from ..core import keygen  # noqa: F401
+    from ..core.metadata import files_reader  # noqa: F401
+    from ..core.timeline import commit_metadata
+
+    commit_metadata._json_decoder()
+
+
+_load_planning_modules()
+
 log = logging.getLogger("hudi_duck")
 HOODIE_DIR = ".hoodie"
 

@@ -193,11 +193,13 @@ class SqlRenderer:
         """Base file scans to run: (files, schema evolved?, partition folders with path values)."""
         groups = []
         dirs, prunable, rest = self._split_prunable([s for s in slices if s.base_file is not None])
+        table_schema = self.plan.table_schema_instants
+        uri = self.plan.location.uri
         for members, partition_dirs in ((prunable, dirs), (rest, None)):
             same, other = [], []
             for s in members:
-                uri = self.plan.location.uri(s.base_file.path)
-                (same if self.plan.has_table_schema(s) else other).append(uri)
+                base = s.base_file
+                (same if base.instant_time in table_schema else other).append(uri(base.path))
             for files, evolved in ((same, False), (other, True)):
                 if files:
                     groups.append((files, evolved, partition_dirs))

@@ -14,7 +14,7 @@ import datetime as _dt
 import re
 import uuid
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 PARTITION_METAFILE = ".hoodie_partition_metadata"
 PARTITION_METAFILE_PREFIX = ".hoodie_partition_metadata"
@@ -44,9 +44,10 @@ class BaseFile:
     extension: str
     size: int = 0
 
-    @property
+    @cached_property
     def path(self) -> str:
-        """Path relative to the table base path."""
+        """Path relative to the table base path (kept: a process keeps its base files, and
+        every plan looks their paths up)."""
         return _join(self.partition_path, self.file_name)
 
 
@@ -79,7 +80,7 @@ class LogFile:
     is_cdc: bool = False
     size: int = -1
 
-    @property
+    @cached_property
     def path(self) -> str:
         return _join(self.partition_path, self.file_name)
 

@@ -209,6 +209,9 @@ class FileSystemView:
 
     def _groups_of_partition(self, partition: str) -> list[FileGroup]:
         bases, logs = self.list_partition(partition)
+        return self._groups_of_listing(partition, bases, logs)
+
+    def _groups_of_listing(self, partition: str, bases: list[BaseFile], logs: list[LogFile]) -> list[FileGroup]:
         groups: dict[str, FileGroup] = {}
         is_committed = self.committed.is_committed
         for base in bases:
@@ -277,14 +280,41 @@ class FileSystemView:
         if replaced is None:
             replaced = self.replaced_file_groups(as_of)
         out: list[FileSlice] = []
-        for group in self.file_groups(partitions):
-            if (group.partition_path, group.file_id) in replaced:
+        for partition in self.partitions if partitions is None else list(partitions):
+            bases, logs = self.list_partition(partition)
+            if not logs and as_of is None and not hidden_base_instants:
+                simple = self._base_only_slices(partition, bases)
+                if simple is not None:
+                    out.extend(
+                        s for s in simple
+                        if (partition, s.file_id) not in replaced
+                        and (file_groups is None or (partition, s.file_id) in file_groups)
+                    )
+                    continue
+            for group in self._groups_of_listing(partition, bases, logs):
+                if (group.partition_path, group.file_id) in replaced:
+                    continue
+                if file_groups is not None and (group.partition_path, group.file_id) not in file_groups:
+                    continue
+                chosen = self._slice_as_of(group, as_of, read_optimized, hidden_base_instants)
+                if chosen is not None:
+                    out.append(chosen)
+        return out
+
+    def _base_only_slices(self, partition: str, bases: list[BaseFile]) -> list[FileSlice] | None:
+        """The latest slices of a partition without log files whose file groups each have one
+        committed base file (a copy-on-write table between cleans, most partitions of any
+        table): each base file is its slice. ``None`` when a file group has several."""
+        is_committed = self.committed.is_committed
+        seen: set[str] = set()
+        out = []
+        for base in bases:
+            if not is_committed(base.instant_time):
                 continue
-            if file_groups is not None and (group.partition_path, group.file_id) not in file_groups:
-                continue
-            chosen = self._slice_as_of(group, as_of, read_optimized, hidden_base_instants)
-            if chosen is not None:
-                out.append(chosen)
+            if base.file_id in seen:
+                return None
+            seen.add(base.file_id)
+            out.append(FileSlice(partition, base.file_id, base.instant_time, base))
         return out
 
     def _slice_as_of(

@@ -29,7 +29,7 @@ from ..file_group.file_slice import FileSlice
 from ..file_group.log_format import BlockType, read_log_file
 from ..file_group.naming import parse_base_file, parse_log_file
 from ..timeline.commit_metadata import WrittenFile
-from ..timeline.instant import Action
+from ..timeline.instant import Action, Instant
 from .fs_view import CommittedInstants, FileSystemView
 
 
@@ -79,52 +79,58 @@ def check_plan_files(
     replaced_set = set(replaced)
     wanted_partitions = set(partitions) if partitions is not None else None
     wanted_groups = set(file_groups) if file_groups is not None else None
-    newest_base: dict[tuple[str, str], tuple[str, ExpectedFile]] = {}  # (base instant, file)
-    logs: list[tuple[tuple[str, str], ExpectedFile]] = []
+    narrowed = bool(replaced_set) or wanted_partitions is not None or wanted_groups is not None
+    # the files the read shows, by path: a written file that is one of them, of the size written,
+    # needs no further look (nearly every file); the others go through the rules below
+    read_bases = {s.base_file.path: s.base_file.size for s in chosen.values() if s.base_file is not None}
+    read_logs_sizes = {log.path: log.size for s in chosen.values() for log in s.log_files} if read_logs else {}
+    newest_base: dict[tuple[str, str], tuple] = {}  # group -> (base instant, written, path, commit instant)
+    logs: list[tuple[tuple[str, str], WrittenFile, str, Instant]] = []  # (group, written, path, commit instant)
     for instant in timeline.completed_writes:
         if not instants.admits(instant.requested_time):
             continue
-        commit_file = None
         # (one pass per file every commit wrote, its path split and name parsed once per process)
         for partition, name, path, file_id, file_instant, written in timeline.commit_summary(instant).data_files:
-            if wanted_partitions is not None and partition not in wanted_partitions:
-                continue
+            is_log = name.startswith(".")
+            if is_log:
+                if not read_logs or read_logs_sizes.get(path, -1) >= written.log_offset + written.size:
+                    continue  # a log file the read lists, holding at least the bytes written
+            else:
+                size = read_bases.get(path)
+                if size is not None and (size == written.size or not size or not written.size):
+                    continue  # the base file read is the one written, of the size written
             group = (partition, file_id)
-            if group in replaced_set:
+            if narrowed and (
+                (wanted_partitions is not None and partition not in wanted_partitions)
+                or group in replaced_set
+                or (wanted_groups is not None and group not in wanted_groups)
+            ):
                 continue
-            if wanted_groups is not None and group not in wanted_groups:
-                continue
-            if commit_file is None:
-                commit_file = view.storage.uri(timeline.file_of(instant))
-            if name.startswith("."):
-                logs.append((group, _expected_of(written, path, True, instant.requested_time, commit_file)))
+            if is_log:
+                logs.append((group, written, path, instant))
                 continue
             newest = newest_base.get(group)
             if newest is None or file_instant >= newest[0]:
-                newest_base[group] = (file_instant, name, written, path, instant.requested_time, commit_file)
-    if not newest_base and not logs:
-        return
-    # the base file read is the one written, of the size written: nothing more to look at (most groups)
+                newest_base[group] = (file_instant, written, path, instant)
     doubtful = []
-    for group, (_, name, written, path, instant_time, commit_file) in newest_base.items():
+    for group, (file_instant, written, path, instant) in newest_base.items():
         slice_ = chosen.get(group)
-        base = slice_.base_file if slice_ is not None else None
-        if (
-            base is not None and base.file_name == name and base.partition_path == group[0]
-            and not (written.size and base.size and base.size != written.size)
-        ):
-            continue
-        doubtful.append((group, _expected_of(written, path, False, instant_time, commit_file)))
+        if slice_ is not None and slice_.base_file is not None and slice_.base_file.instant_time > file_instant:
+            continue  # an older base file of a group whose read base is newer
+        doubtful.append((group, _expected_of(written, path, False, instant.requested_time, _commit_file(view, instant))))
+    if not doubtful and not logs:
+        return
     cleaned = _cleaned_files(view)
     for group, expected in sorted(doubtful):
         _check_base(view, chosen.get(group), expected, cleaned)
-    if read_logs and logs:
-        # a log file the slice read lists, holding at least the bytes written: nothing more to look at
-        read_sizes = {log.path: log.size for slice_ in chosen.values() for log in slice_.log_files}
-        for group, expected in logs:
-            if read_sizes.get(expected.path, -1) >= expected.min_size:
-                continue
-            _check_log(view, chosen.get(group), expected, cleaned)
+    for group, written, path, instant in logs:
+        expected = _expected_of(written, path, True, instant.requested_time, _commit_file(view, instant))
+        _check_log(view, chosen.get(group), expected, cleaned)
+
+
+def _commit_file(view: FileSystemView, instant: Instant) -> str:
+    """The URI of a completed commit's timeline file (named in errors)."""
+    return view.storage.uri(view.timeline.file_of(instant))
 
 
 def _instant_of(expected: ExpectedFile) -> str:

@@ -8,6 +8,7 @@ ignored by readers until a rollback removes their files.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -306,18 +307,41 @@ class Timeline:
     def commit_summary(self, instant: Instant) -> CommitSummary:
         """What a read plans with of a completed write's commit metadata (:class:`CommitSummary`).
 
-        Cached in this timeline, and for the process by the file's bytes: a completed
-        instant's file never changes, and a table opened again (every query plans on a
-        fresh table) reads it back without decoding it again."""
+        Cached in this timeline, and for the process: a completed instant's file never
+        changes, and a table opened again (every query plans on a fresh table) takes it
+        without decoding it again. A local file is known by its ``stat`` (device, inode,
+        size, modified and changed times: any rewrite changes the last), so it is not even
+        read again; a file on an object store by its bytes."""
         key = (instant.requested_time, instant.action, instant.state)
         found = self._summary_cache.get(key)
         if found is None:
             if payload_class(instant) is not CommitMetadata:
                 found = CommitSummary()
             else:
-                path = self.file_of(instant)
-                found = _summary_of(self.storage.uri(path), self.read_details(instant))
+                found = self._summary_of_file(instant)
             self._summary_cache[key] = found
+        return found
+
+    def _summary_of_file(self, instant: Instant) -> CommitSummary:
+        path = self.file_of(instant)
+        uri = self.storage.uri(path)
+        if not self.storage.is_local:
+            return _summary_of(uri, self.read_details(instant))
+        try:
+            st = os.stat(self.storage.abs(path))
+        except FileNotFoundError as exc:
+            raise TimelineChangedError(
+                f"timeline file {uri} was listed but is gone (archived or rolled back meanwhile)"
+            ) from exc
+        except OSError as exc:
+            raise TimelineError(f"cannot read timeline file {uri}: {exc}") from exc
+        signature = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        found = _known_summary(uri, signature)
+        if found is None:
+            data = self.read_details(instant)
+            found = _summary_of(uri, data)
+            if len(data) == st.st_size:  # (read as it was when looked at)
+                _keep_summary((uri, signature), found, len(data))
         return found
 
     def payload(self, instant: Instant) -> Any:
@@ -483,8 +507,9 @@ class Timeline:
         return f"Timeline({self.storage.uri()}, layout {self.layout_version}, {more})"
 
 
-#: Commit summaries decoded in this process, by (file URI, file bytes): equal bytes, equal summary.
-_SUMMARIES: "OrderedDict[tuple[str, bytes], CommitSummary]" = OrderedDict()
+#: Commit summaries decoded in this process (with the size of their file), by (file URI, file
+#: bytes) or, for a local file, (file URI, its ``stat`` signature): equal bytes, equal summary.
+_SUMMARIES: "OrderedDict[tuple[str, Any], tuple[CommitSummary, int]]" = OrderedDict()
 _SUMMARIES_LOCK = threading.Lock()
 #: Bytes of commit files the summaries above are kept for (the least recently used go first).
 SUMMARY_CACHE_BYTES = 64 << 20
@@ -493,24 +518,40 @@ _summary_bytes = 0
 
 def _summary_of(uri: str, data: bytes) -> CommitSummary:
     """The summary of one commit file's bytes, decoded once per process."""
-    global _summary_bytes
     key = (uri, data)
-    with _SUMMARIES_LOCK:
-        found = _SUMMARIES.get(key)
-        if found is not None:
-            _SUMMARIES.move_to_end(key)
-            return found
-    found = CommitSummary.of_bytes(data, uri)
-    if len(data) > SUMMARY_CACHE_BYTES // 4:
-        return found
-    with _SUMMARIES_LOCK:
-        if key not in _SUMMARIES:
-            _SUMMARIES[key] = found
-            _summary_bytes += len(data)
-            while _summary_bytes > SUMMARY_CACHE_BYTES:
-                (_, dropped), _ = _SUMMARIES.popitem(last=False)
-                _summary_bytes -= len(dropped)
+    found = _known_summary(*key)
+    if found is None:
+        found = CommitSummary.of_bytes(data, uri)
+        _keep_summary(key, found, len(data))
     return found
+
+
+def _known_summary(uri: str, identity: Any) -> CommitSummary | None:
+    """A summary this process decoded of the file ``uri`` known by ``identity`` (its bytes, or
+    its local ``stat`` signature)."""
+    key = (uri, identity)
+    with _SUMMARIES_LOCK:
+        kept = _SUMMARIES.get(key)
+        if kept is None:
+            return None
+        _SUMMARIES.move_to_end(key)
+        return kept[0]
+
+
+def _keep_summary(key: tuple[str, Any], summary: CommitSummary, nbytes: int) -> None:
+    """Keep a decoded summary, the least recently used going first past ``SUMMARY_CACHE_BYTES``
+    of the commit files' sizes."""
+    global _summary_bytes
+    if nbytes > SUMMARY_CACHE_BYTES // 4:
+        return
+    with _SUMMARIES_LOCK:
+        if key in _SUMMARIES:
+            return
+        _SUMMARIES[key] = (summary, nbytes)
+        _summary_bytes += nbytes
+        while _summary_bytes > SUMMARY_CACHE_BYTES:
+            _, (_, dropped) = _SUMMARIES.popitem(last=False)
+            _summary_bytes -= dropped
 
 
 def clear_summary_cache() -> None:
