@@ -326,6 +326,55 @@ def test_fixture_tables_on_s3_read_like_local(s3, fixture_tables, fid):
     assert not diff_rows(hudi_rs_s3(url, s3), hudi_rs_read(local))
 
 
+def test_a_plan_reads_the_commit_files_on_s3_side_by_side(s3, fixture_tables, monkeypatch):
+    """Planning checks every completed commit's write stats: on an object store the commit files
+    are fetched side by side (one round trip's wait), not one GET after another; the plan is the
+    one made from local disk."""
+    import asyncio
+
+    import s3fs
+
+    from hudi_duck.core.timeline import active
+    from hudi_duck.duck.planner import clear_plan_cache
+
+    fid = "sample_table/mor/avro/v9_txns_simple_meta"
+    local = fixture_tables[fid]
+    s3fs.S3FileSystem(skip_instance_cache=True, **s3).put(local + "/", f"{BUCKET}/concurrent/", recursive=True)
+    url = f"s3://{BUCKET}/concurrent"
+    commits = len(HudiTable(local).timeline.completed_writes)
+    assert commits >= 10
+    real = s3fs.S3FileSystem._cat_file
+    now = {"in_flight": 0, "most": 0, "commit_files": 0}
+
+    async def counting(self, path, *args, **kwargs):
+        timeline_file = "/.hoodie/" in path and path.rsplit("/", 1)[-1].split(".", 1)[0].replace("_", "").isdigit()
+        if timeline_file:
+            now["commit_files"] += 1
+            now["in_flight"] += 1
+            now["most"] = max(now["most"], now["in_flight"])
+            await asyncio.sleep(0.05)  # a real store's round trip
+        try:
+            return await real(self, path, *args, **kwargs)
+        finally:
+            if timeline_file:
+                now["in_flight"] -= 1
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "_cat_file", counting)
+    active.clear_summary_cache()
+    clear_plan_cache()
+    con = hudi_duck.connect(storage_options={"s3": s3}, config={"autoinstall_known_extensions": False})
+    try:
+        remote = arrow_table(con.sql(f"SELECT * FROM hudi_snapshot('{url}')"))
+        here = arrow_table(con.sql(f"SELECT * FROM hudi_snapshot('{local}')"))
+    finally:
+        con.close()
+    assert not diff_rows(remote, here)
+    assert now["commit_files"] >= commits
+    # the commit files the check reads in flight at once (a few were read before it: the latest
+    # commit's schema, the replace commits)
+    assert now["most"] >= commits // 2
+
+
 # -- the whole cycle ---------------------------------------------------------------------------------
 
 

@@ -86,9 +86,9 @@ def check_plan_files(
     read_logs_sizes = {log.path: log.size for s in chosen.values() for log in s.log_files} if read_logs else {}
     newest_base: dict[tuple[str, str], tuple] = {}  # group -> (base instant, written, path, commit instant)
     logs: list[tuple[tuple[str, str], WrittenFile, str, Instant]] = []  # (group, written, path, commit instant)
-    for instant in timeline.completed_writes:
-        if not instants.admits(instant.requested_time):
-            continue
+    admitted = [i for i in timeline.completed_writes if instants.admits(i.requested_time)]
+    timeline.prefetch_summaries(admitted)
+    for instant in admitted:
         # (one pass per file every commit wrote, its path split and name parsed once per process)
         for partition, name, path, file_id, file_instant, written in timeline.commit_summary(instant).data_files:
             is_log = name.startswith(".")

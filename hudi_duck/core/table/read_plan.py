@@ -456,6 +456,7 @@ def plan_incremental(
 
     selected = [i for i in timeline.completed_writes if in_window(_window_key(table, i))]
     touched: set[tuple[str, str]] = set()
+    timeline.prefetch_summaries(selected)
     for instant in selected:
         touched |= timeline.commit_summary(instant).file_ids()
     earliest_active = timeline.completed_writes[0].requested_time if timeline.completed_writes else None
