@@ -303,8 +303,9 @@ class FileSystemView:
 
     def _base_only_slices(self, partition: str, bases: list[BaseFile]) -> list[FileSlice] | None:
         """The latest slices of a partition without log files whose file groups each have one
-        committed base file (a copy-on-write table between cleans, most partitions of any
-        table): each base file is its slice. ``None`` when a file group has several."""
+        committed base file (a partition only ever inserted into, or cleaned down to one
+        version per file group): each base file is its slice. ``None`` when a file group has
+        several."""
         is_committed = self.committed.is_committed
         seen: set[str] = set()
         out = []
