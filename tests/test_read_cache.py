@@ -337,3 +337,51 @@ def test_a_plan_whose_copy_was_deleted_fails_with_a_clear_message(con, fixture_t
         rows(con, planned)
     message = str(info.value)
     assert "is no longer known" in message and "run the query again" in message and "Traceback" not in message
+
+
+# -- the base-row filter of slices with logs -------------------------------------------------------
+
+
+def test_base_rows_are_filtered_by_the_hash_of_their_file_name(con, fixture_tables, cache_folder):
+    """A slice's base rows are kept or dropped by ``hudi_duck_keep_at``, which gets DuckDB's hash
+    of a row's file name (an integer) instead of the name; the rows are hudi-rs's."""
+    path = fixture_tables[TRIPS_V8]
+    sql = planner.plan_sql("snapshot", path, THREE_MERGES_AS_OF, None, {})
+    assert f'{lazy.KEEP_AT_FUNCTION}(' in sql and 'hash("_hd_filename")' in sql
+    assert not diff_rows(rows(con, snapshot_sql(path, THREE_MERGES_AS_OF)), hudi_rs_read(path, as_of=THREE_MERGES_AS_OF))
+
+
+def test_base_files_whose_names_share_a_hash_are_filtered_by_name(con, fixture_tables, cache_folder, monkeypatch):
+    """Should two base files of a plan share a hash, their rows are told apart by file name."""
+    path = fixture_tables[TRIPS_V8]
+    monkeypatch.setattr(lazy, "duckdb_hashes", lambda names: [7] * len(names))
+    planner.clear_plan_cache()
+    sql = planner.plan_sql("snapshot", path, THREE_MERGES_AS_OF, None, {})
+    assert f"{lazy.KEEP_FUNCTION}(" in sql and lazy.KEEP_AT_FUNCTION not in sql
+    assert not diff_rows(rows(con, snapshot_sql(path, THREE_MERGES_AS_OF)), hudi_rs_read(path, as_of=THREE_MERGES_AS_OF))
+    planner.clear_plan_cache()
+
+
+def test_a_vector_of_several_files_is_filtered_file_by_file(fixture_tables, cache_folder):
+    """A vector whose rows come from several base files (interleaved) gets the same mask by hash
+    as by file name, and the hashes are DuckDB's own of the names."""
+    import duckdb
+    import numpy as np
+    import pyarrow as pa
+
+    path = fixture_tables[TRIPS_V8]
+    planner.plan_sql("snapshot", path, THREE_MERGES_AS_OF, None, {})
+    plan = next(p.plan for p in planner._PLANS.values() if p.plan.slices_with_logs)
+    token, state = lazy.REGISTRY.register_read(plan)
+    names = [uri for uri, key in state.base_files.items() if state.slices[key].log_files]
+    assert len(names) >= 2
+    assert lazy.duckdb_hashes(names) == [duckdb.sql(f"SELECT hash('{n}')").fetchall()[0][0] for n in names]
+    files = [names[i % 2] for i in range(40)]
+    row_numbers = np.array([i // 2 for i in range(40)], dtype=np.int64)
+    by_name = lazy.REGISTRY.keep(token, pa.array(files), pa.array(row_numbers)).to_numpy(zero_copy_only=False)
+    hashes = np.array(lazy.duckdb_hashes(files), dtype=np.uint64)
+    by_hash = lazy.REGISTRY.keep_by_id(token, hashes, row_numbers)
+    assert not by_name.all(), "the slices drop some of these rows"
+    assert (by_hash == by_name).all()
+    one = lazy.REGISTRY.keep_by_id(token, hashes[::2], row_numbers[::2])  # a vector of one file
+    assert (one == by_name[::2]).all()

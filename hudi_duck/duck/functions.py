@@ -143,7 +143,7 @@ def register(
     if lazy.PROTOCOL not in con.list_filesystems():
         con.register_filesystem(lazy.LazySliceFileSystem())
     planner = _Planner(storage_options, ReadStorage(con))
-    for name in (PLAN_FUNCTION, INSPECT_FUNCTION, READ_FUNCTION, lazy.KEEP_FUNCTION):
+    for name in (PLAN_FUNCTION, INSPECT_FUNCTION, READ_FUNCTION, lazy.KEEP_FUNCTION, lazy.KEEP_AT_FUNCTION):
         try:
             con.remove_function(name)
         except Exception:
@@ -152,6 +152,15 @@ def register(
         lazy.KEEP_FUNCTION,
         lazy.keep_rows,
         ["VARCHAR", "VARCHAR", "BIGINT"],
+        "BOOLEAN",
+        type="arrow",
+        null_handling="special",
+        side_effects=False,
+    )
+    con.create_function(
+        lazy.KEEP_AT_FUNCTION,
+        lazy.keep_rows_by_id,
+        ["VARCHAR", "UBIGINT", "BIGINT"],
         "BOOLEAN",
         type="arrow",
         null_handling="special",

@@ -38,6 +38,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -59,6 +60,10 @@ log = logging.getLogger("hudi_duck")
 
 PROTOCOL = "hudiduck"
 KEEP_FUNCTION = "hudi_duck_keep"
+#: ``hudi_duck_keep`` by DuckDB's hash of a row's file name, not the name itself
+KEEP_AT_FUNCTION = "hudi_duck_keep_at"
+#: base file names whose DuckDB hash a process keeps
+_MAX_HASHED_NAMES = 1 << 17
 #: Changes when what a cached slice merge holds changes (older entries are not reused).
 MERGE_CACHE_VERSION = 4
 ENV_MAX_PLANS = "HUDI_DUCK_MAX_PLANS"
@@ -247,6 +252,7 @@ class PlanState:
     job_of: dict[str, str] = field(default_factory=dict)  # slice key -> job key
     whole: frozenset[str] = frozenset()  # job keys merged whole (``whole.py``)
     _context: SliceReadContext | None = field(default=None, repr=False)
+    _file_ids: "dict[int, str] | None | bool" = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -266,6 +272,18 @@ class PlanState:
                     raise HudiError("hudi-duck: this plan has no table to read")
                 self._context = SliceReadContext.for_plan(self.plan)
             return self._context
+
+    def file_ids(self) -> dict[int, str] | None:
+        """Slice key of each base file by DuckDB's ``hash`` of its name (what ``hudi_duck_keep_at``
+        gets for a row's file: an integer crosses to Python at a fraction of a name's cost);
+        None if two of the plan's base files share a hash (their rows are told apart by name)."""
+        with self._lock:
+            if self._file_ids is False:
+                uris = list(self.base_files)
+                hashes = duckdb_hashes(uris)
+                ids = dict(zip(hashes, (self.base_files[u] for u in uris)))
+                self._file_ids = ids if len(ids) == len(uris) else None
+            return self._file_ids
 
     def slice(self, key: str) -> FileSlice:
         try:
@@ -680,6 +698,33 @@ class Registry:
         for key in keys:
             report_skipped_blocks(self.job(key).corrupt_blocks(state), strict=True)
 
+    def keep_by_id(self, token: str, files: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Mask of base rows that survive their slice's logs, each row's file known by DuckDB's
+        hash of its name (see ``PlanState.file_ids``). A vector holds rows of one file (its first
+        and last hash say so); else its files are taken one by one."""
+        state = self.plan(token)
+        ids = state.file_ids()
+        if ids is None:  # (the renderer names files instead then)
+            raise HudiError(f"hudi-duck plan {token}: its base files cannot be told apart by hash")
+        keep = np.ones(len(rows), dtype=bool)
+        if not len(rows):
+            return keep
+        first = files[0]
+        one = files[-1] == first and bool((files == first).all())
+        for file_id in (first,) if one else np.unique(files):
+            key = ids.get(int(file_id))
+            if key is None:
+                continue
+            dropped = self.ensure(state.job_of.get(key, key), token).dropped_of(key)
+            if dropped is None or not len(dropped):
+                continue
+            if one:
+                keep = ~_sorted_contains(dropped, rows)
+            else:
+                positions = np.nonzero(files == file_id)[0]
+                keep[positions] = ~_sorted_contains(dropped, rows[positions])
+        return keep
+
     def keep(self, token: str, filenames: pa.Array, rows: pa.Array) -> pa.Array:
         """Mask of base rows that survive their slice's logs.
 
@@ -745,6 +790,47 @@ def set_cache_limits(
     REGISTRY.configure(plans, memory)
     if max_bytes is not _UNCHANGED:
         cache.evict()
+
+
+def keep_rows_by_id(tokens: pa.Array, files: pa.Array, rows: pa.Array) -> pa.Array:
+    """The ``hudi_duck_keep_at`` scalar function (vectorised over Arrow batches): base rows by
+    (hash of their file's name, row number)."""
+    token = tokens[0].as_py() if len(tokens) else None
+    if token is None:
+        return pc.is_valid(rows)
+    return pa.array(REGISTRY.keep_by_id(token, _numpy(files), _numpy(rows)), pa.bool_())
+
+
+def _numpy(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    return values.to_numpy(zero_copy_only=False)
+
+
+_hash_lock = threading.Lock()
+_hash_connection: Any = None
+_hashes: "OrderedDict[str, int]" = OrderedDict()
+
+
+def duckdb_hashes(names: list[str]) -> list[int]:
+    """DuckDB's ``hash`` of each name (what a query computes of a row's ``filename``), kept per
+    process for the names asked before."""
+    global _hash_connection
+    with _hash_lock:
+        missing = [n for n in dict.fromkeys(names) if n not in _hashes]
+        if missing:
+            if _hash_connection is None:
+                _hash_connection = duckdb.connect()
+            _hash_connection.register("hudi_duck_names", pa.table({"name": pa.array(missing, pa.string())}))
+            try:
+                found = _hash_connection.sql("SELECT hash(name) AS h FROM hudi_duck_names").fetchnumpy()["h"]
+            finally:
+                _hash_connection.unregister("hudi_duck_names")
+            for name, value in zip(missing, found.tolist()):
+                _hashes[name] = int(value)
+            while len(_hashes) > _MAX_HASHED_NAMES:
+                _hashes.popitem(last=False)
+        return [_hashes[n] for n in names]
 
 
 def keep_rows(tokens: pa.Array, filenames: pa.Array, rows: pa.Array) -> pa.Array:

@@ -321,7 +321,12 @@ class SqlRenderer:
         branches = []
         in_whole = {m for key in state.whole for m in state.jobs[key]}
         with_base = [s for k, s in state.slices.items() if s.base_file is not None and k not in in_whole]
-        keep = f"{lazy.KEEP_FUNCTION}({quote_literal(token)}, {quote_ident(FILENAME_COL)}, {ROW_COL})"
+        # a row's file by DuckDB's hash of its name (an integer for Python, not the name), unless
+        # two of the plan's base files share a hash
+        keep_function, file_of_row = lazy.KEEP_FUNCTION, quote_ident(FILENAME_COL)
+        if state.file_ids() is not None:
+            keep_function, file_of_row = lazy.KEEP_AT_FUNCTION, f"hash({quote_ident(FILENAME_COL)})"
+        keep = f"{keep_function}({quote_literal(token)}, {file_of_row}, {ROW_COL})"
         for files, evolved, dirs in self._group_base_files(with_base):
             self.stats.base_files += len(files)
             branches.append(self._branch(self._scan(files, evolved, with_rows=True), dirs, keep))
