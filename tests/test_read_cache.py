@@ -385,3 +385,11 @@ def test_a_vector_of_several_files_is_filtered_file_by_file(fixture_tables, cach
     assert (by_hash == by_name).all()
     one = lazy.REGISTRY.keep_by_id(token, hashes[::2], row_numbers[::2])  # a vector of one file
     assert (one == by_name[::2]).all()
+    # a run of consecutive rows of one file (an unfiltered vector) around and past its dropped rows
+    key = state.base_files[names[0]]
+    dropped = lazy.REGISTRY.ensure(state.job_of.get(key, key), token).dropped_of(key)
+    assert dropped is not None and len(dropped)
+    for start in {0, max(0, int(dropped[0]) - 2), int(dropped[-1]), int(dropped[-1]) + 1}:
+        run = np.arange(start, start + 7, dtype=np.int64)
+        mask = lazy.REGISTRY.keep_by_id(token, np.full(7, hashes[0], dtype=np.uint64), run)
+        assert (mask == ~np.isin(run, dropped)).all(), (start, list(dropped))

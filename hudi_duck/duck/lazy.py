@@ -277,6 +277,9 @@ class PlanState:
         """Slice key of each base file by DuckDB's ``hash`` of its name (what ``hudi_duck_keep_at``
         gets for a row's file: an integer crosses to Python at a fraction of a name's cost);
         None if two of the plan's base files share a hash (their rows are told apart by name)."""
+        known = self._file_ids
+        if known is not False:
+            return known
         with self._lock:
             if self._file_ids is False:
                 uris = list(self.base_files)
@@ -702,20 +705,31 @@ class Registry:
         """Mask of base rows that survive their slice's logs, each row's file known by DuckDB's
         hash of its name (see ``PlanState.file_ids``). A vector holds rows of one file (its first
         and last hash say so); else its files are taken one by one."""
-        state = self.plan(token)
+        # (DuckDB's scan threads call this for every vector: a plan and a job already in memory
+        # are looked up without taking the registry's lock, one dictionary read each)
+        state = self.plans.get(token) or self.plan(token)
         ids = state.file_ids()
         if ids is None:  # (the renderer names files instead then)
             raise HudiError(f"hudi-duck plan {token}: its base files cannot be told apart by hash")
-        keep = np.ones(len(rows), dtype=bool)
-        if not len(rows):
+        n = len(rows)
+        keep = np.ones(n, dtype=bool)
+        if not n:
             return keep
         first = files[0]
-        one = files[-1] == first and bool((files == first).all())
+        if files[-1] == first and rows[-1] - rows[0] == n - 1:
+            # one file's rows n consecutive row numbers apart: a DuckDB vector holds one file's rows
+            # in file order, so these are exactly rows[0] .. rows[0] + n - 1 (the unfiltered scan).
+            # Two binary searches and no pass over the vector: numpy lets go of the GIL in every
+            # pass, and DuckDB's other scan thread waits on it for its own call
+            dropped = self._dropped(state, ids, first, token)
+            if dropped is not None and len(dropped):
+                start = rows[0]
+                inside = dropped[np.searchsorted(dropped, start) : np.searchsorted(dropped, start + n)]
+                keep[inside - start] = False
+            return keep
+        one = bool((files == first).all())
         for file_id in (first,) if one else np.unique(files):
-            key = ids.get(int(file_id))
-            if key is None:
-                continue
-            dropped = self.ensure(state.job_of.get(key, key), token).dropped_of(key)
+            dropped = self._dropped(state, ids, file_id, token)
             if dropped is None or not len(dropped):
                 continue
             if one:
@@ -724,6 +738,18 @@ class Registry:
                 positions = np.nonzero(files == file_id)[0]
                 keep[positions] = ~_sorted_contains(dropped, rows[positions])
         return keep
+
+    def _dropped(self, state: PlanState, ids: dict[int, str], file_id: Any, token: str) -> np.ndarray | None:
+        """The dropped rows (sorted) of the base file DuckDB hashes to ``file_id``; None for a file
+        of no merged slice."""
+        key = ids.get(int(file_id))
+        if key is None:
+            return None
+        job_key = state.job_of.get(key, key)
+        job = self.jobs.get(job_key)
+        if job is None or job.dropped is None or job.skipped:  # (merged, loaded or judged there)
+            job = self.ensure(job_key, token)
+        return job.dropped_of(key)
 
     def keep(self, token: str, filenames: pa.Array, rows: pa.Array) -> pa.Array:
         """Mask of base rows that survive their slice's logs.
