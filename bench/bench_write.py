@@ -21,7 +21,7 @@ spark key lookup 1%          (a floor, not hudi-duck) that table's base files re
 upsert 1% MOR                that table, upsert of 1% of its keys (updates only) into log files
 small: bulk_insert MOR       10,000 rows in 500 partitions (a MOR table of 1,000 file groups)
 small: upsert 1/7 MOR        ~14% of those keys (every 7th), upserted into log files
-bucket: bulk_insert MOR      the 1M-row MOR table with ``hoodie.index.type=BUCKET`` (16 buckets a
+bucket: bulk_insert MOR      the same MOR table with ``hoodie.index.type=BUCKET`` (16 buckets a
                              partition): records shuffled to their buckets' file groups
 bucket: upsert 1% MOR        the same 1% upsert into that table: locating is hashing, no key is read
 ===========================  ========================================================================
