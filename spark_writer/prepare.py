@@ -152,7 +152,8 @@ class CheckedInput:
     partitions: list[str]
     key_filter: KeyFilter | None = None
     rows: int | None = None  # records in the input
-    tasks: int | None = None  # its Spark partitions
+    #: the check's tasks: the input's partitions, or the cores when it has more
+    tasks: int | None = None
 
 
 def refuse_unwritable_records(
@@ -212,14 +213,12 @@ def refuse_unwritable_records(
     # problem of each kind, so one job over all partitions (a ``limit`` would run partitions in
     # growing waves, one job each)
     result = T.StructType([T.StructField("kind", T.StringType()), T.StructField("problem", T.StringType())])
-    checked = _checked_columns(df, cfg, ordering_field)
-    input_partitions = checked.rdd.getNumPartitions()
+    # at most one task per core (``coalesce``: no shuffle, every core still busy; an input of fewer
+    # partitions keeps them): each task's Python worker pass costs tens of milliseconds, which a 16-
+    # or 64-partition input of a small upsert would pay 16 or 64 times over. (The input's own
+    # partition count is not asked for: ``df.rdd`` runs the shuffles of an adaptive plan.)
     cores = df.sparkSession.sparkContext.defaultParallelism
-    if input_partitions > cores:
-        # one task per core (``coalesce``: no shuffle, and every core still busy): each task's
-        # Python worker pass costs tens of milliseconds, which a 16- or 64-partition input of a
-        # small upsert would pay 16 or 64 times over
-        checked = checked.coalesce(cores)
+    checked = _checked_columns(df, cfg, ordering_field).coalesce(max(1, cores))
     found = checked.mapInArrow(problems, result).collect()
     if any(row[0] == "ordering" for row in found):
         _raise_null_ordering(df, cfg, operation, is_mor, ordering_field, path)
@@ -234,7 +233,7 @@ def refuse_unwritable_records(
         return None
     partitions = sorted({row[1] for row in found if row[0] == "partition"})
     counts = [int(row[1]) for row in found if row[0] == "rows"]
-    size = {"rows": sum(counts), "tasks": input_partitions}
+    size = {"rows": sum(counts), "tasks": len(counts)}
     if not key_filter:
         return CheckedInput(partitions, **size)
     union = KeyFilter.empty()
@@ -249,24 +248,22 @@ ROWS_PER_INPUT_TASK = 250_000
 
 
 def in_fewer_tasks(df: DataFrame, checked: CheckedInput, cores: int, numbering: bool) -> DataFrame:
-    """``df`` in :func:`input_tasks` partitions (``coalesce``: no shuffle). A coalesce of cached
-    partitions need not keep their order, so with ``numbering`` (the records will be precombined)
-    they are numbered first."""
-    tasks = input_tasks(checked.rows, checked.tasks, cores)
-    if tasks >= checked.tasks:
-        return df
-    return (numbered(df) if numbering else df).coalesce(tasks)
+    """``df`` in at most :func:`input_tasks` partitions (``coalesce``: no shuffle; an input of
+    fewer partitions keeps them). A coalesce of cached partitions need not keep their order, so
+    with ``numbering`` (the records will be precombined) they are numbered first."""
+    if checked.tasks < max(1, cores):
+        return df  # (its check ran a task per partition: no more partitions than cores)
+    return (numbered(df) if numbering else df).coalesce(input_tasks(checked.rows, cores))
 
 
-def input_tasks(rows: int, tasks: int, cores: int) -> int:
-    """Spark tasks for keying and locating the input: its own partitions, but no more than the
-    cores (or one per ``ROWS_PER_INPUT_TASK`` rows, when that is more).
+def input_tasks(rows: int, cores: int) -> int:
+    """Spark tasks for keying and locating the input: the cores (or one per
+    ``ROWS_PER_INPUT_TASK`` rows, when that is more), never more than the input has.
 
     Each task runs a Python worker pass, a fixed cost of tens of milliseconds: a micro-batch of a
     few thousand rows from a 16- or 64-partition source pays it 16 or 64 times for no parallelism the
     cores can give. Merging partitions (``coalesce``, no shuffle) keeps every core busy."""
-    wanted = max(1, cores, -(-rows // ROWS_PER_INPUT_TASK))
-    return min(tasks, wanted)
+    return max(1, cores, -(-rows // ROWS_PER_INPUT_TASK))
 
 
 def deterministic(df: DataFrame) -> bool:

@@ -110,21 +110,41 @@ def test_input_check_lists_partitions_only_of_repeatable_input(small_spark):
 def test_small_inputs_are_keyed_in_no_more_tasks_than_cores():
     from spark_writer.prepare import ROWS_PER_INPUT_TASK, input_tasks
 
-    assert input_tasks(10_000, 16, 2) == 2  # a micro-batch from a 16-partition source
-    assert input_tasks(10_000, 1, 4) == 1  # never more than the input has
-    assert input_tasks(0, 8, 2) == 2
-    assert input_tasks(10 * ROWS_PER_INPUT_TASK, 16, 2) == 10  # enough rows: more tasks than cores
-    assert input_tasks(100 * ROWS_PER_INPUT_TASK, 16, 2) == 16
-    assert input_tasks(10_000, 16, 64) == 16  # a cluster's cores
+    assert input_tasks(10_000, 2) == 2  # a micro-batch from a 16-partition source (coalesced: never more than it has)
+    assert input_tasks(0, 2) == 2
+    assert input_tasks(10 * ROWS_PER_INPUT_TASK, 2) == 10  # enough rows: more tasks than cores
+    assert input_tasks(10_000, 64) == 64  # a cluster's cores
 
 
 def test_input_check_counts_rows_and_tasks(small_spark):
     from spark_writer import prepare
     from spark_writer.config import parse_options
 
-    frame = small_spark.createDataFrame(_rows(1), "id string, part string, ts long, v long").repartition(5)
-    checked = prepare.refuse_unwritable_records(frame, parse_options(_options("upsert")), "upsert", True, "/t")
-    assert (checked.rows, checked.tasks) == (len(_rows(1)), 5)
+    cores = small_spark.sparkContext.defaultParallelism
+    for partitions in (cores - 1, cores + 3):
+        frame = small_spark.createDataFrame(_rows(1), "id string, part string, ts long, v long").repartition(partitions)
+        checked = prepare.refuse_unwritable_records(frame, parse_options(_options("upsert")), "upsert", True, "/t")
+        assert (checked.rows, checked.tasks) == (len(_rows(1)), min(partitions, cores))
+
+
+def test_the_input_check_runs_no_job_of_its_own_before_it(small_spark):
+    """The check reads an input with shuffles (an adaptive plan) once: nothing asks Spark for its
+    partitions first, which would run those shuffles in jobs of their own."""
+    from pyspark.sql import functions as F
+
+    from spark_writer import prepare
+    from spark_writer.config import parse_options
+
+    rows = small_spark.createDataFrame(_rows(1), "id string, part string, ts long, v long")
+    shuffled = rows.groupBy("id", "part").agg(F.max("ts").alias("ts"), F.max("v").alias("v"))
+    tracker = small_spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup(None))
+    checked = prepare.refuse_unwritable_records(shuffled, parse_options(_options("upsert")), "upsert", True, "/t")
+    assert checked is not None and checked.rows == len(_rows(1))
+    jobs = sorted(set(tracker.getJobIdsForGroup(None)) - before)
+    # every job (the aggregation's shuffle stage and the check's result) is the check's own query
+    names = [tracker.getStageInfo(stage).name for job in jobs for stage in tracker.getJobInfo(job).stageIds]
+    assert jobs and all("prepare.py" in name for name in names), names
 
 
 def test_upsert_of_a_small_many_partition_input_keys_it_in_few_tasks(small_spark, con, tmp_path):
