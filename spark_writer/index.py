@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
@@ -92,19 +93,43 @@ def uses_key_filter(cfg: WriteConfig, operation: str) -> bool:
     return tags and cfg.index_type in ("SIMPLE", "GLOBAL_SIMPLE")
 
 
+#: keys a task reading base files hands Spark in one Arrow batch: the keys of many small base
+#: files go together (a batch per file cost more than reading a ten-row file), a large file's alone
+KEYS_PER_BATCH = 1 << 16
+
+
 def _read_keys_fn(base_uri: str, storage_options: dict, key_generator=None, key_filter: KeyFilter | None = None):
+    schema = pa.schema([(f.name, pa.string(), False) for f in _LOCATION_SCHEMA.fields])
+
+    def located(files: list[tuple[pa.Array, str, str, str]]) -> pa.RecordBatch:
+        """One batch of the keys of ``files`` with each file's location; only the keys the incoming
+        keys' filter may hold (one pass of the filter over them all)."""
+        keys = pa.concat_arrays([k for k, *_ in files]) if len(files) > 1 else files[0][0]
+        owner = np.repeat(np.arange(len(files), dtype=np.int32), [len(k) for k, *_ in files])
+        if key_filter is not None:
+            wanted = key_filter.might_contain(keys)
+            keys, owner = keys.filter(pa.array(wanted)), owner[wanted]
+        indices = pa.array(owner, pa.int32())
+        columns = [
+            pa.DictionaryArray.from_arrays(indices, pa.array([f[i] for f in files], pa.string())).cast(pa.string())
+            for i in (1, 2, 3)
+        ]
+        return pa.RecordBatch.from_arrays([keys, *columns], schema=schema)
+
     def read_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         storage = Storage(base_uri, storage_options)
+        pending: list[tuple[pa.Array, str, str, str]] = []
+        held = 0
         for batch in batches:
             for partition, file_id, instant, path in zip(*(batch.column(i).to_pylist() for i in range(4))):
-                keys = read_record_keys(storage, path, key_generator)
-                if key_filter is not None:
-                    keys = keys.filter(pa.array(key_filter.might_contain(keys)))
-                n = len(keys)
-                yield pa.RecordBatch.from_arrays(
-                    [keys.cast(pa.string()), pa.array([partition] * n), pa.array([file_id] * n), pa.array([instant] * n)],
-                    schema=pa.schema([(f.name, pa.string(), False) for f in _LOCATION_SCHEMA.fields]),
-                )
+                keys = read_record_keys(storage, path, key_generator).cast(pa.string())
+                pending.append((keys, partition, file_id, instant))
+                held += len(keys)
+                if held >= KEYS_PER_BATCH:
+                    yield located(pending)
+                    pending, held = [], 0
+        if pending:
+            yield located(pending)
 
     return read_keys
 
