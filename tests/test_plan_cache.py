@@ -51,3 +51,21 @@ def test_a_changed_log_file_plans_again(fresh_fixture, counted):
     log_file.write_bytes(log_file.read_bytes() + b"\0")
     planner.plan_sql("snapshot", path, None, None, {})
     assert len(counted) == 2
+
+
+def test_reused_sql_gets_back_the_schema_files_it_binds_to(fresh_fixture, counted, con):
+    """A reused plan's SQL names empty schema files in the cache folder (the first file of a
+    hive-style scan among them); when the folder loses them, the next query writes them again."""
+    import re
+
+    path = fresh_fixture("sample_table/cow/v6_complexkeygen_hivestyle")
+    query = f"SELECT byteField, count(*) FROM hudi_snapshot('{path}') GROUP BY ALL ORDER BY ALL"
+    expected = con.sql(query).fetchall()
+    sql = planner.plan_sql("snapshot", path, None, None, {})
+    bound = re.findall(r"'([^']*\.schema\.parquet)'", sql)
+    assert bound and any(".hive/" in f for f in bound)
+    for file in bound:
+        Path(file).unlink()
+    assert con.sql(query).fetchall() == expected
+    assert all(Path(f).exists() for f in bound)
+    assert len(counted) == 1  # the plan was reused, only its files written again

@@ -35,6 +35,8 @@ import time
 import uuid
 from collections import OrderedDict
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -428,11 +430,51 @@ def cached_parquet(key: str, suffix: str, build: Callable[[], pa.Table]) -> str:
     return str(path)
 
 
+@dataclass(frozen=True, eq=False)
+class SchemaFile:
+    """An empty parquet file with a schema, which a rendered scan binds to (so DuckDB binds
+    without opening a table file). A query that reuses rendered SQL checks its schema files
+    again: the cache folder may have been cleared since."""
+
+    path: str
+    key: str
+    schema: pa.Schema
+
+    def ensure(self) -> str:
+        """The file's path, written again when it is missing or damaged."""
+        if not check(self.path, self.key):
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            write_parquet(self.schema.empty_table(), self.path, self.key)
+        return self.path
+
+
+_bound_files: ContextVar[list[SchemaFile] | None] = ContextVar("hudi_duck_bound_files", default=None)
+
+
+@contextmanager
+def recording_bound_files() -> Iterator[list[SchemaFile]]:
+    """Collect the schema files SQL rendered inside the block binds to."""
+    files: list[SchemaFile] = []
+    token = _bound_files.set(files)
+    try:
+        yield files
+    finally:
+        _bound_files.reset(token)
+
+
+def _bind(file: SchemaFile) -> str:
+    path = file.ensure()
+    recorder = _bound_files.get()
+    if recorder is not None:
+        recorder.append(file)
+    return path
+
+
 def schema_file(schema: pa.Schema) -> str:
     """An empty parquet file with ``schema``: DuckDB binds a scan to it without
     opening any table file (so pruned files are never touched)."""
     key = digest("schema", schema.to_string(show_schema_metadata=False))
-    return cached_parquet(key, "schema", schema.empty_table)
+    return _bind(SchemaFile(str(cache_dir() / f"{key}.schema.parquet"), f"{key}.schema", schema))
 
 
 def hive_schema_file(schema: pa.Schema, folders: tuple[tuple[str, str], ...]) -> str:
@@ -443,12 +485,7 @@ def hive_schema_file(schema: pa.Schema, folders: tuple[tuple[str, str], ...]) ->
     folder = cache_dir() / f"{key}.hive"
     for column, text in folders:
         folder = folder / f"{column}={text}"
-    path = folder / f"{key}.schema.parquet"
-    name = f"{key}.schema"
-    if not check(path, name):
-        folder.mkdir(parents=True, exist_ok=True)
-        write_parquet(schema.empty_table(), path, name)
-    return str(path)
+    return _bind(SchemaFile(str(folder / f"{key}.schema.parquet"), f"{key}.schema", schema))
 
 
 # -- sealed blobs (files only this process reads back) -------------------------------------------

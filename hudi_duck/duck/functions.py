@@ -11,12 +11,12 @@ import duckdb
 
 from ..core.config.read_settings import MergeMemory
 from ..core.errors import HudiError
-from ..core.storage.storage import get_storage, options_for
+from ..core.storage.storage import options_for
 from . import inspect as inspection
 from . import lazy
 from .avro import register_duckdb_avro
 from .object_store import ReadStorage
-from .planner import plan_sql
+from .planner import plan_sql, storage_for
 
 PLAN_FUNCTION = "hudi_duck_plan"
 #: ``hudi_duck_plan`` for the inspection functions that list files, plus ``metadata_enable``.
@@ -73,7 +73,7 @@ class _Planner:
         options = self._options_for(path)
         use_metadata = metadata_enable is not False
         if kind in ("snapshot", "read_optimized", "incremental"):
-            self.reads.prepare(get_storage(path, options))
+            self.reads.prepare(storage_for(path, options))
         with self.lock:
             if kind in ("snapshot", "read_optimized", "incremental"):
                 return plan_sql(kind, path, first, second, options, values_from_path is not False, metadata_enable=use_metadata)
@@ -104,7 +104,7 @@ class _Planner:
         except ValueError as exc:
             raise HudiError(f"hudi_{kind} {path}: {exc}") from None
         options = self._options_for(path)
-        self.reads.prepare(get_storage(path, options))
+        self.reads.prepare(storage_for(path, options))
         with self.lock:
             return plan_sql(
                 kind,

@@ -107,11 +107,37 @@ class _CachedPlan:
     plan: ReadPlan
     #: The rendered SQL of a plan that merges nothing (rendering it again gives the same text).
     sql: str | None = None
+    #: The schema files that SQL binds to, checked again whenever it is reused.
+    bound: tuple[cache.SchemaFile, ...] = ()
 
 
 _PLANS: "OrderedDict[_PlanKey, _CachedPlan]" = OrderedDict()
 _PLANS_LOCK = threading.Lock()
 MAX_CACHED_PLANS = 64
+
+
+_STORAGES: "OrderedDict[tuple[str, str], Storage]" = OrderedDict()
+
+
+def storage_for(path: str, options: dict[str, Any]) -> Storage:
+    """The table's :class:`Storage`, built once per path and options: every query of a table
+    checks its timeline, and building one (fsspec's URL parsing) cost a tenth of a warm plan."""
+    key = (path, _options_key(options))
+    with _PLANS_LOCK:
+        storage = _STORAGES.get(key)
+        if storage is not None:
+            _STORAGES.move_to_end(key)
+            return storage
+    storage = get_storage(path, options)
+    with _PLANS_LOCK:
+        _STORAGES[key] = storage
+        while len(_STORAGES) > MAX_CACHED_PLANS:
+            _STORAGES.popitem(last=False)
+    return storage
+
+
+def _options_key(options: dict[str, Any]) -> str:
+    return repr(sorted((k, repr(v)) for k, v in options.items())) if options else "[]"
 
 
 def _timeline_state(storage: Storage) -> tuple:
@@ -165,7 +191,7 @@ def _logs_unchanged(plan: ReadPlan, storage: Storage) -> bool:
 
 def cached_plan(key: _PlanKey, options: dict[str, Any], filters: FilterSpec = None) -> ReadPlan:
     """The plan of a query, reused while the table's timeline (and its log files) are unchanged."""
-    storage = get_storage(key.path, options)
+    storage = storage_for(key.path, options)
     state = _timeline_state(storage)
     with _PLANS_LOCK:
         cached = _PLANS.get(key)
@@ -188,6 +214,7 @@ def cached_plan(key: _PlanKey, options: dict[str, Any], filters: FilterSpec = No
 def clear_plan_cache() -> None:
     with _PLANS_LOCK:
         _PLANS.clear()
+        _STORAGES.clear()
 
 
 def plan_sql(
@@ -213,18 +240,18 @@ def plan_sql(
         metadata_enable=metadata_enable,
         merge_memory=merge_memory,
     )
-    key = _PlanKey(
-        kind, path, first, second, repr(sorted((k, repr(v)) for k, v in options.items())), read_options, repr(filters)
-    )
+    key = _PlanKey(kind, path, first, second, _options_key(options), read_options, repr(filters))
     plan = cached_plan(key, options, filters)
     if plan.slices_with_logs:  # merges are registered with ``lazy`` afresh on every render
         return render_plan(plan)
     with _PLANS_LOCK:
         entry = _PLANS.get(key)
     if entry is not None and entry.plan is plan and entry.sql is not None:
-        cache.schema_file(plan.schema)  # the file the SQL binds to, rebuilt if it was removed
+        for file in entry.bound:  # rebuilt if the cache folder lost it
+            file.ensure()
         return entry.sql
-    sql = render_plan(plan)
+    with cache.recording_bound_files() as bound:
+        sql = render_plan(plan)
     if entry is not None and entry.plan is plan:
-        entry.sql = sql
+        entry.sql, entry.bound = sql, tuple(bound)
     return sql
