@@ -515,6 +515,23 @@ def read_blob(path: str | Path, key: str, secret: bytes) -> bytes | None:
     return payload
 
 
+class SummaryFiles:
+    """Where commit summaries are kept for later processes (``core/timeline/summary_store.py``):
+    one blob per timeline folder in this cache, checked by its SHA-256 when read."""
+
+    def _path(self, timeline_uri: str) -> tuple[Path, str]:
+        key = digest("commit-summaries", timeline_uri)
+        return cache_dir() / f"{key}.summaries", key
+
+    def load(self, timeline_uri: str) -> bytes | None:
+        path, key = self._path(timeline_uri)
+        return read_blob(path, key, b"")
+
+    def save(self, timeline_uri: str, data: bytes) -> None:
+        path, key = self._path(timeline_uri)
+        write_blob(path, key, data, b"")
+
+
 # -- the size bound -------------------------------------------------------------------------------
 
 

@@ -23,6 +23,7 @@ from ..core.table.read_plan import (
 from ..core.storage.storage import Storage, get_storage
 from ..core.table.filters import FilterSpec
 from ..core.table.table import HudiTable
+from ..core.timeline import summary_store
 from . import cache
 from .sql import SqlRenderer
 
@@ -41,6 +42,8 @@ def _load_planning_modules() -> None:
 
 
 _load_planning_modules()
+# what a process decoded of commit files is kept in the cache for the next process
+summary_store.use_store(cache.SummaryFiles())
 
 log = logging.getLogger("hudi_duck")
 HOODIE_DIR = ".hoodie"

@@ -112,6 +112,7 @@ def check_plan_files(
             newest = newest_base.get(group)
             if newest is None or file_instant >= newest[0]:
                 newest_base[group] = (file_instant, written, path, instant)
+    timeline.keep_summaries()
     doubtful = []
     for group, (file_instant, written, path, instant) in newest_base.items():
         slice_ = chosen.get(group)

@@ -18,7 +18,7 @@ from typing import Any, Generic, Iterable, TypeVar
 from ..config.table_config import TableConfig
 from ..errors import CorruptFileError, TableNotFoundError, TimelineChangedError, TimelineError
 from ..storage.storage import Storage
-from . import codec
+from . import codec, summary_store
 from .commit_metadata import CommitMetadata, CommitSummary
 from .instant import Action, Instant, State
 from .plans import ClusteringPlan, CompactionPlan, RequestedReplaceMetadata, plan_class_of
@@ -101,6 +101,12 @@ class Timeline:
         self._groups = dict(sorted(groups.items()))
         self._payload_cache: dict[tuple[str, str, State], Any] = {}
         self._summary_cache: dict[tuple[str, str, State], CommitSummary] = {}
+        #: local commit files whose summaries this timeline took: key -> (file name, stat signature)
+        self._signatures: dict[tuple[str, str, State], tuple[str, summary_store.Signature]] = {}
+        #: what the summary store held when it was first asked (None: not asked), and whether a
+        #: commit was decoded since (the store is written again only then)
+        self._stored: dict[tuple[str, summary_store.Signature], CommitSummary] | None = None
+        self._decoded_new = False
         #: savepoint files (they share the time of the commit they pin, so live apart)
         self.savepoint_instants: list[Instant] = []
 
@@ -355,13 +361,52 @@ class Timeline:
         except OSError as exc:
             raise TimelineError(f"cannot read timeline file {uri}: {exc}") from exc
         signature = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        name = path.rpartition("/")[2]
         found = _known_summary(uri, signature)
+        if found is None and self._stored is None:
+            self._load_stored()
+            found = _known_summary(uri, signature)
         if found is None:
             data = self.read_details(instant)
             found = _summary_of(uri, data)
-            if len(data) == st.st_size:  # (read as it was when looked at)
-                _keep_summary((uri, signature), found, len(data))
+            if len(data) != st.st_size:  # (not read as it was when looked at)
+                return found
+            _keep_summary((uri, signature), found, len(data))
+            self._decoded_new = True
+        self._signatures[(instant.requested_time, instant.action, instant.state)] = (name, signature)
         return found
+
+    def _load_stored(self) -> None:
+        """Take the summaries a process before this one kept for this timeline folder."""
+        self._stored = {}
+        store = summary_store.store()
+        if store is None or not self.storage.is_local:
+            return
+        folder = self.storage.uri(self.timeline_dir)
+        try:
+            data = store.load(folder)
+        except OSError:
+            data = None
+        if not data:
+            return
+        self._stored = summary_store.decode(data)
+        for (name, signature), summary in self._stored.items():
+            _keep_summary((f"{folder}/{name}", signature), summary, signature[2])
+
+    def keep_summaries(self) -> None:
+        """Keep the summaries of this timeline's commit files for later processes, when this
+        timeline decoded a commit file they lacked (a plan calls it once it checked the commits)."""
+        store = summary_store.store()
+        if store is None or not self._decoded_new:
+            return
+        self._decoded_new = False
+        entries = {(name, sig): self._summary_cache[key] for key, (name, sig) in self._signatures.items()
+                   if key in self._summary_cache}
+        on_timeline = {self.file_of(i).rpartition("/")[2] for i in self.completed_writes}
+        for (name, sig), summary in (self._stored or {}).items():
+            if name in on_timeline:
+                entries.setdefault((name, sig), summary)
+        summary_store.save_later(store, self.storage.uri(self.timeline_dir), sorted(entries.items(), key=lambda e: e[0]))
 
     def payload(self, instant: Instant) -> Any:
         """The typed record of one state file (cached): the plan of a requested instant,
@@ -513,6 +558,7 @@ class Timeline:
             self.__dict__.pop(name, None)
         self._payload_cache.clear()
         self._summary_cache.clear()
+        self._signatures.clear()
 
     def reload(self) -> "Timeline":
         return Timeline.load(self.storage, self.config)

@@ -1,0 +1,157 @@
+"""Commit summaries kept across processes: a plan in a new process takes what an earlier one
+decoded of the commit files (known by their ``stat``), never a summary of other bytes, and a
+damaged entry is ignored."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import hudi_duck
+from hudi_duck.core.table.table import HudiTable
+from hudi_duck.core.timeline import active, summary_store
+from hudi_duck.duck import cache, planner
+
+COW = "sample_table/cow/v6_complexkeygen_hivestyle"  # several commits on the active timeline
+
+
+@pytest.fixture()
+def store_folder(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv(cache.ENV_DIR, str(folder))
+    summary_store.use_store(cache.SummaryFiles())
+    yield folder
+    summary_store.wait_for_saves()
+    active.clear_summary_cache()
+    planner.clear_plan_cache()
+
+
+def _new_process() -> None:
+    """What a new process starts with: no plans and no summaries of its own."""
+    summary_store.wait_for_saves()
+    active.clear_summary_cache()
+    planner.clear_plan_cache()
+
+
+def _count(con, path: str) -> int:
+    return con.execute(f"SELECT count(*) FROM hudi_snapshot('{path}')").fetchone()[0]
+
+
+def _commit_files(path: str) -> list[Path]:
+    return sorted(p for p in (Path(path) / ".hoodie").iterdir() if p.suffix in (".commit", ".deltacommit", ".replacecommit"))
+
+
+def test_a_new_process_reads_no_commit_file_an_earlier_one_decoded(fresh_fixture, store_folder, monkeypatch):
+    path = fresh_fixture(COW)
+    con = hudi_duck.connect()
+    _new_process()
+    expected = _count(con, path)
+    decoded = {}
+    for commit in _commit_files(path):
+        decoded[commit.name] = active._summary_of(str(commit), commit.read_bytes())
+    _new_process()
+    assert list(store_folder.glob("*.summaries")), "the first plan kept the summaries"
+
+    def no_read(self, instant):
+        raise AssertionError(f"{instant} read again")
+
+    monkeypatch.setattr(active.Timeline, "read_details", no_read)
+    assert _count(con, path) == expected
+    timeline = HudiTable(path, {}).timeline
+    for instant in timeline.completed_writes:
+        kept = timeline.commit_summary(instant)
+        fresh = decoded[timeline.file_of(instant).rpartition("/")[2]]
+        assert kept == fresh and kept.data_files == fresh.data_files
+
+
+def test_a_rewritten_commit_file_is_decoded_again(fresh_fixture, store_folder, monkeypatch):
+    path = fresh_fixture(COW)
+    con = hudi_duck.connect()
+    _new_process()
+    expected = _count(con, path)
+    _new_process()
+    commit = _commit_files(path)[-1]
+    st = os.stat(commit)
+    commit.write_bytes(commit.read_bytes())  # same bytes and size, a new write
+    os.utime(commit, ns=(st.st_atime_ns, st.st_mtime_ns))  # even with its modified time put back
+    read = []
+    real = active.Timeline.read_details
+
+    def reading(self, instant):
+        read.append(instant.requested_time)
+        return real(self, instant)
+
+    monkeypatch.setattr(active.Timeline, "read_details", reading)
+    assert _count(con, path) == expected
+    assert read == [commit.name.split(".")[0]]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "foreign"])
+def test_a_damaged_entry_is_ignored_and_written_again(fresh_fixture, store_folder, monkeypatch, damage):
+    path = fresh_fixture(COW)
+    con = hudi_duck.connect()
+    _new_process()
+    expected = _count(con, path)
+    _new_process()
+    (entry,) = store_folder.glob("*.summaries")
+    data = entry.read_bytes()
+    if damage == "truncate":
+        entry.write_bytes(data[: len(data) // 2])
+    elif damage == "flip":
+        entry.write_bytes(data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:])
+    else:  # a sound blob whose payload is not an entry of summaries
+        uri = next(iter({str(Path(path) / ".hoodie")}))
+        cache.SummaryFiles().save(uri, b"\x93\x02\x90\x91\x01")
+    read = []
+    real = active.Timeline.read_details
+
+    def reading(self, instant):
+        read.append(instant)
+        return real(self, instant)
+
+    monkeypatch.setattr(active.Timeline, "read_details", reading)
+    assert _count(con, path) == expected
+    assert len(read) == len(_commit_files(path))  # every commit decoded from its file
+    _new_process()
+    read.clear()
+    assert _count(con, path) == expected
+    assert read == []  # the entry was written again
+
+
+def test_an_entry_keeps_only_commits_on_the_timeline(fresh_fixture, store_folder):
+    path = fresh_fixture(COW)
+    con = hudi_duck.connect()
+    _new_process()
+    _count(con, path)
+    _new_process()
+    (entry,) = store_folder.glob("*.summaries")
+    uri = str(Path(path) / ".hoodie")
+    kept = summary_store.decode(cache.SummaryFiles().load(uri))
+    assert sorted(name for name, _ in kept) == sorted(p.name for p in _commit_files(path))
+    gone = _commit_files(path)[0]
+    (Path(path) / ".." / gone.name).resolve().write_bytes(gone.read_bytes())  # (kept aside)
+    gone.unlink()  # as archival moves a commit off the active timeline
+    newest = _commit_files(path)[-1]
+    newest.write_bytes(newest.read_bytes())  # a commit to decode again makes the entry be written
+    try:
+        con.execute(f"SELECT count(*) FROM hudi_snapshot('{path}')").fetchall()
+    except Exception:
+        pass  # (the table may now miss files; only the entry matters here)
+    summary_store.wait_for_saves()
+    kept = summary_store.decode(cache.SummaryFiles().load(uri))
+    assert gone.name not in {name for name, _ in kept}
+    assert newest.name in {name for name, _ in kept}
+
+
+def test_without_a_store_nothing_is_kept(fresh_fixture, store_folder):
+    path = fresh_fixture(COW)
+    summary_store.use_store(None)
+    try:
+        _new_process()
+        _count(hudi_duck.connect(), path)
+        summary_store.wait_for_saves()
+        assert not list(store_folder.glob("*.summaries"))
+    finally:
+        summary_store.use_store(cache.SummaryFiles())
