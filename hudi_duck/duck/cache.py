@@ -444,7 +444,7 @@ class SchemaFile:
         """The file's path, written again when it is missing or damaged."""
         if not check(self.path, self.key):
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            write_parquet(self.schema.empty_table(), self.path, self.key)
+            write_parquet(pa.Table.from_batches([], self.schema), self.path, self.key)
         return self.path
 
 

@@ -395,7 +395,7 @@ class SliceJob:
         if data is None or not cache.check(self.logrows_file, f"{self.key}.logrows"):
             return False
         try:
-            table = pq.read_table(pa.BufferReader(data))
+            table = pq.ParquetFile(pa.BufferReader(data)).read()  # (no dataset layer: it imports pandas)
             recorded = (table.schema.metadata or {})[_SKIPPED_KEY]
             self.skipped = [SkippedBlock.from_dict(d) for d in json.loads(recorded)]
             self.members = _split_members(table, self.key)
@@ -847,12 +847,12 @@ def duckdb_hashes(names: list[str]) -> list[int]:
         if missing:
             if _hash_connection is None:
                 _hash_connection = duckdb.connect()
-            _hash_connection.register("hudi_duck_names", pa.table({"name": pa.array(missing, pa.string())}))
-            try:
-                found = _hash_connection.sql("SELECT hash(name) AS h FROM hudi_duck_names").fetchnumpy()["h"]
-            finally:
-                _hash_connection.unregister("hudi_duck_names")
-            for name, value in zip(missing, found.tolist()):
+            # (the names as a parameter and the rows as tuples: registering an Arrow table or
+            # fetching numpy makes DuckDB import pandas, 0.3 s of a process's first plan)
+            found = _hash_connection.execute(
+                "SELECT name, hash(name) FROM (SELECT unnest(?::VARCHAR[]) AS name)", [missing]
+            ).fetchall()
+            for name, value in found:
                 _hashes[name] = int(value)
             while len(_hashes) > _MAX_HASHED_NAMES:
                 _hashes.popitem(last=False)

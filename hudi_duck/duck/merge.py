@@ -337,7 +337,7 @@ def _merge_in_memory(
     base_relation: BaseRelation | None = None,
     joined: bool = False,
 ) -> tuple[list[SliceLogMerge], JoinedWinners | None]:
-    empty = ctx.schema.empty_table()
+    empty = pa.Table.from_batches([], ctx.schema)
     collected = decoded.slices
     merged = [SliceLogMerge(empty, [], c.stats, c.skipped) for c in collected]
     if not active:
@@ -637,7 +637,7 @@ def _merge_spilled(
             first += len(keys)
     spill.finish()
     dropped, winners = _fold_spilled(ctx, spec, spill, active)
-    merged = [SliceLogMerge(ctx.schema.empty_table(), [], c.stats, c.skipped) for c in collected]
+    merged = [SliceLogMerge(pa.Table.from_batches([], ctx.schema), [], c.stats, c.skipped) for c in collected]
     spill.share(len(active))
     for i in active:
         log_rows = SpilledRows(ctx.schema, spill.path(_rows_name(i)), winners[i], spill)

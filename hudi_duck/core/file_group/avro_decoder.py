@@ -191,7 +191,7 @@ def decode_framed(content: bytes, count: int, schema_json: str, target: pa.Schem
         raise CorruptFileError(f"{source}: Avro data block claims {count} records in {len(content)} bytes")
     if count == 0:
         _check_lengths(memoryview(content)[_HEAD:], np.empty(0, np.int32), source)
-        return target.empty_table()
+        return pa.Table.from_batches([], target)
     return _decode_body(reader, memoryview(content)[_HEAD:], count, schema_json, target, source)
 
 

@@ -231,9 +231,9 @@ def decode_data_block(block: LogBlock, target: pa.Schema) -> pa.Table:
         table = avro_block_table(block.content, schema_json, source)
     elif block.block_type is BlockType.PARQUET_DATA_BLOCK:
         if not block.content:
-            return target.empty_table()
+            return pa.Table.from_batches([], target)
         try:
-            table = pq.read_table(io.BytesIO(block.content))
+            table = pq.ParquetFile(io.BytesIO(block.content)).read()
         except Exception as exc:
             raise CorruptFileError(f"{source}: cannot read parquet data block ({exc})") from exc
     elif block.block_type is BlockType.HFILE_DATA_BLOCK:

@@ -546,7 +546,7 @@ class LSMTimeline:
             path = f"{folder}/{name}"
             source = storage.uri(path)
             with storage.open(path) as handle:
-                table = pq.read_table(handle)
+                table = pq.ParquetFile(handle).read()
             for row in table.to_pylist():
                 requested = row.get("instantTime")
                 if requested is None:

@@ -26,7 +26,7 @@ def duckdb_types(types: list[pa.DataType]) -> list[str]:
         return []
     import duckdb
 
-    empty = pa.schema([pa.field(f"c{i}", t) for i, t in enumerate(types)]).empty_table()
+    empty = pa.Table.from_batches([], pa.schema([pa.field(f"c{i}", t) for i, t in enumerate(types)]))
     con = duckdb.connect()
     try:
         return [str(t) for t in con.from_arrow(empty).types]
