@@ -23,7 +23,8 @@ the commit summaries (``core/timeline/summary_store.py``: the decoded commit fil
 ``stat``); an unmeasured plan before the runs keeps them, and the case "no summaries kept" plans as a
 process that finds none (the first query after a cache was cleared, or a process without a cache):
 
-* ``hudi-duck``: ``planner.plan_sql('snapshot', ...)`` (what ``hudi_snapshot`` does at bind time:
+* ``hudi-duck``: ``planner.plan_sql('snapshot', ...)`` in a process with a connection made by
+  ``hudi_duck.connect()`` (what ``hudi_snapshot`` does at bind time:
   open the table, plan, render the SQL), ``metadata_enable`` true (Hudi's default: the file listing
   comes from the metadata table's ``files`` partition) or false (``hoodie.metadata.enable=false``:
   partitions and files listed from storage);
@@ -262,8 +263,12 @@ def run_worker(args) -> int:
     emptied (``again``: imports and the OS cache warm); write the timings and slices as JSON."""
     s3 = json.loads(args.s3_options) if args.s3_options else {}
     if args.worker == "hudi-duck":
+        import hudi_duck
         import hudi_duck.duck.planner  # noqa: F401  (imported before timing)
         from hudi_duck.core.timeline import summary_store
+
+        # a query plans on a connection with the functions: made before timing, as hudi-rs is loaded
+        connection = hudi_duck.connect()  # noqa: F841
 
         if args.metadata == "on-unkept":  # a process that finds no commit summaries kept by an earlier one
             summary_store.use_store(None)

@@ -143,6 +143,7 @@ def register(
     if lazy.PROTOCOL not in con.list_filesystems():
         con.register_filesystem(lazy.LazySliceFileSystem())
     planner = _Planner(storage_options, ReadStorage(con))
+    lazy.hash_on(con)
     for name in (PLAN_FUNCTION, INSPECT_FUNCTION, READ_FUNCTION, lazy.KEEP_FUNCTION, lazy.KEEP_AT_FUNCTION):
         try:
             con.remove_function(name)

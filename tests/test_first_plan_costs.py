@@ -1,6 +1,7 @@
-"""Planning never imports pandas: DuckDB imports it when an Arrow table is registered or numpy is
-fetched, and pyarrow when a schema makes an empty table, which cost a process's first plan
-0.3-0.4 s where pandas is installed (PySpark's extra installs it)."""
+"""What a process's first plan must not pay for: importing pandas (DuckDB imports it when an Arrow
+table is registered or numpy is fetched, pyarrow when a schema makes an empty table: 0.3-0.4 s
+where pandas is installed, as PySpark's extra installs it) or opening a DuckDB database of its own
+(30-100 ms) to hash base file names."""
 
 from __future__ import annotations
 
@@ -49,3 +50,23 @@ def test_a_first_plan_imports_no_pandas(fresh_fixture, tmp_path):
         print(json.dumps({{"pandas": "pandas" in sys.modules, "merged": "hudiduck://" in sql}}))
     """)
     assert got == {"pandas": False, "merged": True}
+
+
+def test_hashes_come_from_the_users_database_and_survive_its_close():
+    names = ["/t/a.parquet", "/t/b.parquet"]
+    got = _run(f"""
+        import json, duckdb, hudi_duck
+        from hudi_duck.duck import lazy
+        con = hudi_duck.connect()
+        opened = []
+        real = duckdb.connect
+        duckdb.connect = lambda *a, **k: opened.append(1) or real(*a, **k)
+        first = lazy.duckdb_hashes({names[:1]!r})
+        opened_before_close = len(opened)
+        con.close()
+        second = lazy.duckdb_hashes({names!r})
+        print(json.dumps({{"first": first, "second": second, "opened": [opened_before_close, len(opened)]}}))
+    """)
+    expected = [duckdb.connect().execute("SELECT hash(?::VARCHAR)", [n]).fetchone()[0] for n in names]
+    assert got["first"] == expected[:1] and got["second"] == expected
+    assert got["opened"] == [0, 1]  # none while the connection lived; one after it was closed
