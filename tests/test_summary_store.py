@@ -155,3 +155,24 @@ def test_without_a_store_nothing_is_kept(fresh_fixture, store_folder):
         assert not list(store_folder.glob("*.summaries"))
     finally:
         summary_store.use_store(cache.SummaryFiles())
+
+
+def test_a_store_that_fails_never_fails_a_plan(fresh_fixture, store_folder):
+    class Broken:
+        def load(self, timeline_uri):
+            raise RuntimeError("disk on fire")
+
+        def save(self, timeline_uri, data):
+            raise RuntimeError("disk on fire")
+
+    path = fresh_fixture(COW)
+    con = hudi_duck.connect()
+    _new_process()
+    expected = _count(con, path)
+    summary_store.use_store(Broken())
+    try:
+        _new_process()
+        assert _count(con, path) == expected
+        summary_store.wait_for_saves()
+    finally:
+        summary_store.use_store(cache.SummaryFiles())

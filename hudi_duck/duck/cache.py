@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+import google_crc32c
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -517,19 +518,35 @@ def read_blob(path: str | Path, key: str, secret: bytes) -> bytes | None:
 
 class SummaryFiles:
     """Where commit summaries are kept for later processes (``core/timeline/summary_store.py``):
-    one blob per timeline folder in this cache, checked by its SHA-256 when read."""
+    one file per timeline folder in this cache, checked by a CRC-32C of its key and bytes when
+    read (a damaged file is ignored; the summaries are MessagePack of fixed shapes, never code)."""
 
-    def _path(self, timeline_uri: str) -> tuple[Path, str]:
+    MAGIC = b"HDCSUM1\x00"
+
+    def _path(self, timeline_uri: str) -> tuple[Path, bytes]:
         key = digest("commit-summaries", timeline_uri)
-        return cache_dir() / f"{key}.summaries", key
+        return cache_dir() / f"{key}.summaries", key.encode()
 
     def load(self, timeline_uri: str) -> bytes | None:
         path, key = self._path(timeline_uri)
-        return read_blob(path, key, b"")
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            return None
+        head = len(self.MAGIC) + 4
+        if len(data) < head or not data.startswith(self.MAGIC):
+            return None
+        payload = data[head:]
+        if google_crc32c.extend(google_crc32c.value(key), payload) != int.from_bytes(data[head - 4 : head], "little"):
+            return None
+        touch(str(path))
+        return payload
 
     def save(self, timeline_uri: str, data: bytes) -> None:
         path, key = self._path(timeline_uri)
-        write_blob(path, key, data, b"")
+        crc = google_crc32c.extend(google_crc32c.value(key), data)
+        write_bytes(self.MAGIC + crc.to_bytes(4, "little") + data, path)
 
 
 # -- the size bound -------------------------------------------------------------------------------

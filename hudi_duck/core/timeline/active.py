@@ -385,7 +385,8 @@ class Timeline:
         folder = self.storage.uri(self.timeline_dir)
         try:
             data = store.load(folder)
-        except OSError:
+        except Exception as exc:  # (a store that cannot be read only costs this plan the decoding)
+            log.debug("commit summaries of %s not read: %s", folder, exc)
             data = None
         if not data:
             return

@@ -28,7 +28,7 @@ log = logging.getLogger("hudi_duck")
 #: A commit file's identity on local storage: (device, inode, size, mtime_ns, ctime_ns).
 Signature = tuple[int, int, int, int, int]
 #: Bumped whenever the shape of an entry changes; older entries are ignored.
-FORMAT = 2
+FORMAT = 3
 
 
 class SummaryStore(Protocol):
@@ -99,7 +99,7 @@ def encode(entries: Iterable[tuple[str, Signature, CommitSummary]]) -> bytes:
             summary.operation_type,
             summary.replaced,
             [(w.partition_path, w.file_id, w.path, w.size, w.log_offset) for w in summary.files],
-            [(d.partition, d.name, d.path, d.file_id, d.instant, written_at[id(d.written)]) for d in summary.data_files],
+            [(written_at[id(d.written)], d.file_id, d.instant) for d in summary.data_files],
         ))
     return msgspec.msgpack.encode((FORMAT, list(schemas), commits))
 
@@ -126,13 +126,17 @@ def decode(data: bytes) -> dict[tuple[str, Signature], CommitSummary]:
                 operation_type=operation,
                 replaced=tuple((p, tuple(ids)) for p, ids in replaced),
             )
-            # (the names parsed by the process that decoded the commit)
-            summary.__dict__["data_files"] = tuple(
-                new(DataFileWritten, (partition, name_, path, file_id, instant, written[at]))
-                for partition, name_, path, file_id, instant, at in data_files
-            )
+            # (the names parsed by the process that decoded the commit; folder and name split
+            # off the written path as ``CommitSummary.data_files`` splits them)
+            parsed = []
+            for at, file_id, instant in data_files:
+                file = written[at]
+                path = file.path.strip("/")
+                partition, _, name_ = path.rpartition("/")
+                parsed.append(new(DataFileWritten, (partition, name_, path, file_id, instant, file)))
+            summary.__dict__["data_files"] = tuple(parsed)
             out[(name, tuple(signature))] = summary
-    except (IndexError, TypeError, ValueError) as exc:
+    except (IndexError, TypeError, ValueError, AttributeError) as exc:
         log.debug("ignoring a damaged commit summary entry: %s", exc)
         return {}
     return out
@@ -155,6 +159,6 @@ def _entry_type() -> Any:
             text,
             list[tuple[str, list[str]]],
             list[tuple[text, text, text, int, int]],
-            list[tuple[str, str, str, str, str, int]],
+            list[tuple[int, str, str]],
         ]
     return _ENTRY_TYPE
