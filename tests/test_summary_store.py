@@ -176,3 +176,25 @@ def test_a_store_that_fails_never_fails_a_plan(fresh_fixture, store_folder):
         summary_store.wait_for_saves()
     finally:
         summary_store.use_store(cache.SummaryFiles())
+
+
+def test_a_long_lived_process_does_not_decode_its_own_entry_again(fresh_fixture, store_folder, monkeypatch):
+    """After a new commit file, a process that kept the entry itself takes the other summaries from
+    memory, decodes only the new file, and keeps the entry up to date for the next process."""
+    path = fresh_fixture(COW)
+    con = hudi_duck.connect()
+    _new_process()
+    expected = _count(con, path)
+    summary_store.wait_for_saves()
+    decoded = []
+    real = summary_store.decode
+    monkeypatch.setattr(summary_store, "decode", lambda data: decoded.append(1) or real(data))
+    commit = _commit_files(path)[-1]
+    commit.write_bytes(commit.read_bytes())  # a commit file the entry does not know
+    planner.clear_plan_cache()
+    assert _count(con, path) == expected
+    summary_store.wait_for_saves()
+    assert decoded == []
+    st = os.stat(commit)
+    kept = real(cache.SummaryFiles().load(str(Path(path) / ".hoodie")))
+    assert (commit.name, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)) in kept

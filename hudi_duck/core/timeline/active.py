@@ -390,7 +390,7 @@ class Timeline:
             data = None
         if not data:
             return
-        self._stored = summary_store.decode(data)
+        self._stored = summary_store.decode_for(folder, data)
         for (name, signature), summary in self._stored.items():
             _keep_summary((f"{folder}/{name}", signature), summary, signature[2])
 
@@ -625,6 +625,7 @@ def clear_summary_cache() -> None:
     with _SUMMARIES_LOCK:
         _SUMMARIES.clear()
         _summary_bytes = 0
+    summary_store.forget_entries()
 
 
 def payload_class(instant: Instant) -> type[TimelinePayload] | None:

@@ -17,6 +17,7 @@ MessagePack decoded into fixed shapes: a damaged or foreign entry is ignored
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from typing import Any, Iterable, Protocol
@@ -65,7 +66,9 @@ def save_later(
 
     def save() -> None:
         try:
-            store.save(timeline_uri, encode((name, sig, summary) for (name, sig), summary in entries))
+            data = encode((name, sig, summary) for (name, sig), summary in entries)
+            store.save(timeline_uri, data)
+            _remember(timeline_uri, data, dict(entries))
         except Exception as exc:  # a cache that cannot be written only costs the next process time
             log.debug("commit summaries of %s not kept: %s", timeline_uri, exc)
 
@@ -140,6 +143,38 @@ def decode(data: bytes) -> dict[tuple[str, Signature], CommitSummary]:
         log.debug("ignoring a damaged commit summary entry: %s", exc)
         return {}
     return out
+
+
+#: The entry this process last decoded or wrote per timeline folder: (its digest, its summaries).
+_SEEN: dict[str, tuple[bytes, dict[tuple[str, Signature], CommitSummary]]] = {}
+_seen_lock = threading.Lock()
+
+
+def decode_for(timeline_uri: str, data: bytes) -> dict[tuple[str, Signature], CommitSummary]:
+    """:func:`decode`, skipped for an entry this process decoded or wrote itself: a long-lived
+    process that plans after every new commit does not decode the whole entry each time."""
+    digest = hashlib.blake2b(data, digest_size=16).digest()
+    with _seen_lock:
+        seen = _SEEN.get(timeline_uri)
+    if seen is not None and seen[0] == digest:
+        return seen[1]
+    entries = decode(data)
+    _remember(timeline_uri, data, entries, digest)
+    return entries
+
+
+def _remember(
+    timeline_uri: str, data: bytes, entries: dict[tuple[str, Signature], CommitSummary], digest: bytes | None = None
+) -> None:
+    digest = digest or hashlib.blake2b(data, digest_size=16).digest()
+    with _seen_lock:
+        _SEEN[timeline_uri] = (digest, entries)
+
+
+def forget_entries() -> None:
+    """Forget the entries this process decoded (tests: a process that starts afresh)."""
+    with _seen_lock:
+        _SEEN.clear()
 
 
 _ENTRY_TYPE: Any = None
