@@ -131,14 +131,13 @@ def test_an_entry_keeps_only_commits_on_the_timeline(fresh_fixture, store_folder
     kept = summary_store.decode(cache.SummaryFiles().load(uri))
     assert sorted(name for name, _ in kept) == sorted(p.name for p in _commit_files(path))
     gone = _commit_files(path)[0]
-    (Path(path) / ".." / gone.name).resolve().write_bytes(gone.read_bytes())  # (kept aside)
     gone.unlink()  # as archival moves a commit off the active timeline
     newest = _commit_files(path)[-1]
     newest.write_bytes(newest.read_bytes())  # a commit to decode again makes the entry be written
-    try:
-        con.execute(f"SELECT count(*) FROM hudi_snapshot('{path}')").fetchall()
-    except Exception:
-        pass  # (the table may now miss files; only the entry matters here)
+    timeline = HudiTable(path, {}).timeline  # what a plan's write-stat check does with the timeline
+    for instant in timeline.completed_writes:
+        timeline.commit_summary(instant)
+    timeline.keep_summaries()
     summary_store.wait_for_saves()
     kept = summary_store.decode(cache.SummaryFiles().load(uri))
     assert gone.name not in {name for name, _ in kept}
