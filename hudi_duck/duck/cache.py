@@ -45,6 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.config.read_settings import parse_size
+from ..core.schema.empty import empty_table
 from .quoting import quote_literal
 
 try:
@@ -69,6 +70,7 @@ _ENTRY_KEY = "hudi_duck.cache_entry"
 _DIGEST_LEN = 64
 _UNSEALED = b"0" * _DIGEST_LEN
 _BLOB_MAGIC = b"HDCBLOB1"
+_CHECKED_BLOB_MAGIC = b"HDCBLOBC"
 _LOCK_NAME = ".evict.lock"
 
 _max_bytes_setting: int | None = None
@@ -445,7 +447,7 @@ class SchemaFile:
         """The file's path, written again when it is missing or damaged."""
         if not check(self.path, self.key):
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            write_parquet(pa.Table.from_batches([], self.schema), self.path, self.key)
+            write_parquet(empty_table(self.schema), self.path, self.key)
         return self.path
 
 
@@ -492,25 +494,35 @@ def hive_schema_file(schema: pa.Schema, folders: tuple[tuple[str, str], ...]) ->
 # -- sealed blobs (files only this process reads back) -------------------------------------------
 
 
-def write_blob(path: str | Path, key: str, payload: bytes, secret: bytes) -> None:
-    """Write ``payload`` signed with ``secret`` (HMAC-SHA256 over key and payload)."""
-    mac = hmac.new(secret, key.encode() + b"\x00" + payload, hashlib.sha256).digest()
-    write_bytes(_BLOB_MAGIC + mac + payload, path)
+def _blob_seal(key: str, payload: bytes, secret: bytes | None) -> tuple[bytes, bytes]:
+    """(magic, seal) of a blob: an HMAC-SHA256 with ``secret`` (blobs only the writing process
+    reads back), or without one a CRC-32C (blobs any process of the user reads: a check against
+    damage that costs a fraction of a hash), both over key and payload."""
+    head = key.encode() + b"\x00"
+    if secret is None:
+        return _CHECKED_BLOB_MAGIC, google_crc32c.extend(google_crc32c.value(head), payload).to_bytes(4, "little")
+    return _BLOB_MAGIC, hmac.new(secret, head + payload, hashlib.sha256).digest()
 
 
-def read_blob(path: str | Path, key: str, secret: bytes) -> bytes | None:
+def write_blob(path: str | Path, key: str, payload: bytes, secret: bytes | None = None) -> None:
+    """Write ``payload`` sealed for ``key`` (signed with ``secret``, else checksummed)."""
+    magic, seal = _blob_seal(key, payload, secret)
+    write_bytes(magic + seal + payload, path)
+
+
+def read_blob(path: str | Path, key: str, secret: bytes | None = None) -> bytes | None:
     """The payload of a blob written with ``write_blob`` for ``key`` and ``secret``; None otherwise."""
     try:
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError:
         return None
-    head = len(_BLOB_MAGIC) + 32
-    if len(data) < head or not data.startswith(_BLOB_MAGIC):
+    magic = _BLOB_MAGIC if secret is not None else _CHECKED_BLOB_MAGIC
+    head = len(magic) + (32 if secret is not None else 4)
+    if len(data) < head or not data.startswith(magic):
         return None
     payload = data[head:]
-    mac = hmac.new(secret, key.encode() + b"\x00" + payload, hashlib.sha256).digest()
-    if not hmac.compare_digest(mac, data[len(_BLOB_MAGIC) : head]):
+    if not hmac.compare_digest(_blob_seal(key, payload, secret)[1], data[len(magic) : head]):
         return None
     touch(str(path))
     return payload
@@ -518,35 +530,18 @@ def read_blob(path: str | Path, key: str, secret: bytes) -> bytes | None:
 
 class SummaryFiles:
     """Where commit summaries are kept for later processes (``core/timeline/summary_store.py``):
-    one file per timeline folder in this cache, checked by a CRC-32C of its key and bytes when
-    read (a damaged file is ignored; the summaries are MessagePack of fixed shapes, never code)."""
+    one checksummed blob per timeline folder in this cache (a damaged file is ignored; the
+    summaries are MessagePack of fixed shapes, never code)."""
 
-    MAGIC = b"HDCSUM1\x00"
-
-    def _path(self, timeline_uri: str) -> tuple[Path, bytes]:
+    def _path(self, timeline_uri: str) -> tuple[Path, str]:
         key = digest("commit-summaries", timeline_uri)
-        return cache_dir() / f"{key}.summaries", key.encode()
+        return cache_dir() / f"{key}.summaries", key
 
     def load(self, timeline_uri: str) -> bytes | None:
-        path, key = self._path(timeline_uri)
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError:
-            return None
-        head = len(self.MAGIC) + 4
-        if len(data) < head or not data.startswith(self.MAGIC):
-            return None
-        payload = data[head:]
-        if google_crc32c.extend(google_crc32c.value(key), payload) != int.from_bytes(data[head - 4 : head], "little"):
-            return None
-        touch(str(path))
-        return payload
+        return read_blob(*self._path(timeline_uri))
 
     def save(self, timeline_uri: str, data: bytes) -> None:
-        path, key = self._path(timeline_uri)
-        crc = google_crc32c.extend(google_crc32c.value(key), data)
-        write_bytes(self.MAGIC + crc.to_bytes(4, "little") + data, path)
+        write_blob(*self._path(timeline_uri), data)
 
 
 # -- the size bound -------------------------------------------------------------------------------

@@ -149,24 +149,15 @@ def register(
             con.remove_function(name)
         except Exception:
             pass
-    con.create_function(
-        lazy.KEEP_FUNCTION,
-        lazy.keep_rows,
-        ["VARCHAR", "VARCHAR", "BIGINT"],
-        "BOOLEAN",
-        type="arrow",
-        null_handling="special",
-        side_effects=False,
-    )
-    con.create_function(
-        lazy.KEEP_AT_FUNCTION,
-        lazy.keep_rows_by_id,
-        ["VARCHAR", "UBIGINT", "BIGINT"],
-        "BOOLEAN",
-        type="arrow",
-        null_handling="special",
-        side_effects=False,
-    )
+    # the base-row filters of merged slices: a row's file by name, or by DuckDB's hash of it
+    for name, function, file_type in (
+        (lazy.KEEP_FUNCTION, lazy.keep_rows, "VARCHAR"),
+        (lazy.KEEP_AT_FUNCTION, lazy.keep_rows_by_id, "UBIGINT"),
+    ):
+        con.create_function(
+            name, function, ["VARCHAR", file_type, "BIGINT"], "BOOLEAN",
+            type="arrow", null_handling="special", side_effects=False,
+        )
     con.create_function(
         PLAN_FUNCTION,
         planner,

@@ -53,6 +53,7 @@ from ..core.file_group.reader import (
 from ..core.file_group.log_scanner import SkippedBlock, scan_slice_logs
 from ..core.merge.ordering import EngineOrdering, engine_column, engine_ordering
 from ..core.merge.sql import base_survives_sql, latest_log_records_sql, log_ranks_sql
+from ..core.schema.empty import empty_table
 from .quoting import quote_literal
 
 _local = threading.local()
@@ -337,7 +338,7 @@ def _merge_in_memory(
     base_relation: BaseRelation | None = None,
     joined: bool = False,
 ) -> tuple[list[SliceLogMerge], JoinedWinners | None]:
-    empty = pa.Table.from_batches([], ctx.schema)
+    empty = empty_table(ctx.schema)
     collected = decoded.slices
     merged = [SliceLogMerge(empty, [], c.stats, c.skipped) for c in collected]
     if not active:
@@ -637,7 +638,7 @@ def _merge_spilled(
             first += len(keys)
     spill.finish()
     dropped, winners = _fold_spilled(ctx, spec, spill, active)
-    merged = [SliceLogMerge(pa.Table.from_batches([], ctx.schema), [], c.stats, c.skipped) for c in collected]
+    merged = [SliceLogMerge(empty_table(ctx.schema), [], c.stats, c.skipped) for c in collected]
     spill.share(len(active))
     for i in active:
         log_rows = SpilledRows(ctx.schema, spill.path(_rows_name(i)), winners[i], spill)

@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptFileError
+from ..schema.empty import empty_table
 
 log = logging.getLogger("hudi_duck")
 
@@ -191,7 +192,7 @@ def decode_framed(content: bytes, count: int, schema_json: str, target: pa.Schem
         raise CorruptFileError(f"{source}: Avro data block claims {count} records in {len(content)} bytes")
     if count == 0:
         _check_lengths(memoryview(content)[_HEAD:], np.empty(0, np.int32), source)
-        return pa.Table.from_batches([], target)
+        return empty_table(target)
     return _decode_body(reader, memoryview(content)[_HEAD:], count, schema_json, target, source)
 
 

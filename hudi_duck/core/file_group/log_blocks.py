@@ -25,6 +25,7 @@ from ..avro import models as avro_models
 from ..errors import CorruptFileError, HudiError, UnsupportedFeatureError
 from ..schema.avro_arrow import avro_to_arrow
 from ..schema.evolution import align_to_schema
+from ..schema.empty import empty_table
 from .avro_decoder import compiled_reader, decode_framed, decode_framed_blocks
 from .log_format import BlockType, LogBlock
 
@@ -231,7 +232,7 @@ def decode_data_block(block: LogBlock, target: pa.Schema) -> pa.Table:
         table = avro_block_table(block.content, schema_json, source)
     elif block.block_type is BlockType.PARQUET_DATA_BLOCK:
         if not block.content:
-            return pa.Table.from_batches([], target)
+            return empty_table(target)
         try:
             table = pq.ParquetFile(io.BytesIO(block.content)).read()
         except Exception as exc:

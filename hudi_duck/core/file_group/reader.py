@@ -34,6 +34,7 @@ from ..merge.ordering import (
 from ..schema.evolution import align_to_schema
 from ..schema.meta_fields import IS_DELETED, OPERATION, RECORD_KEY
 from ..storage.storage import Storage
+from ..schema.empty import empty_table
 from .file_slice import FileSlice
 from .log_blocks import TinyBlockBatches, decode_data_block, decode_delete_block, iter_data_block_sized
 from .log_format import BlockType
@@ -155,7 +156,7 @@ def scan_log_records(
         entries.extend(_data_entries(raw, aligned, ctx, rows))
         tables.append(aligned)
         rows += aligned.num_rows
-    log_table = pa.concat_tables(tables) if tables else pa.Table.from_batches([], ctx.schema)
+    log_table = pa.concat_tables(tables) if tables else empty_table(ctx.schema)
     stats = {
         "log_blocks": scan.total_blocks,
         "corrupt_blocks": scan.corrupt_blocks,
@@ -393,8 +394,8 @@ def scan_log_columns(ctx: SliceReadContext, slice_: FileSlice) -> LogColumns:
         entries.append(part)
         if rows is not None:
             tables.append(rows)
-    log_table = pa.concat_tables(tables) if tables else pa.Table.from_batches([], ctx.schema)
-    entry_table = pa.concat_tables(entries) if entries else pa.Table.from_batches([], entry_schema(ctx))
+    log_table = pa.concat_tables(tables) if tables else empty_table(ctx.schema)
+    entry_table = pa.concat_tables(entries) if entries else empty_table(entry_schema(ctx))
     return LogColumns(log_table, entry_table, scan_stats(scan, entry_table.num_rows), scan.skipped)
 
 
@@ -474,14 +475,14 @@ def merge_slice_logs(ctx: SliceReadContext, slice_: FileSlice) -> SliceLogMerge:
     """Decide the rows of a slice with logs: base rows to drop, log rows to add."""
     log_table, entries, stats, skipped = scan_log_records(ctx, slice_)
     if not entries:
-        return SliceLogMerge(pa.Table.from_batches([], ctx.schema), [], stats, skipped)
+        return SliceLogMerge(empty_table(ctx.schema), [], stats, skipped)
     ctx.merge.require_supported(
         f"{ctx.storage.uri(slice_.log_files[0].path)} (merge settings of {ctx.storage.uri(PROPERTIES_FILE)})"
     )
     states = fold_log_records(entries, ctx.merge.mode, _ordering_class(ctx))
     base_keys, base_order = read_base_keys(ctx, slice_)
     outcome = merge_with_base(base_keys, base_order, states, ctx.merge.mode, ordering_field=ctx.merge.ordering_field or "")
-    winners = log_table.take(pa.array(outcome.winning_log_rows, pa.int64())) if outcome.winning_log_rows else pa.Table.from_batches([], ctx.schema)
+    winners = log_table.take(pa.array(outcome.winning_log_rows, pa.int64())) if outcome.winning_log_rows else empty_table(ctx.schema)
     stats["dropped_base_rows"] = len(outcome.dropped_base_rows)
     stats["log_rows"] = winners.num_rows
     return SliceLogMerge(winners, outcome.dropped_base_rows, stats, skipped)
@@ -489,7 +490,7 @@ def merge_slice_logs(ctx: SliceReadContext, slice_: FileSlice) -> SliceLogMerge:
 
 def read_base_file(ctx: SliceReadContext, slice_: FileSlice) -> pa.Table:
     if slice_.base_file is None:
-        return pa.Table.from_batches([], ctx.schema)
+        return empty_table(ctx.schema)
     with ctx.storage.open(slice_.base_file.path) as handle:
         table = pq.ParquetFile(handle).read()
     return align_to_schema(table, ctx.schema, ctx.storage.uri(slice_.base_file.path))

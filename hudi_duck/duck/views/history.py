@@ -11,6 +11,7 @@ import pyarrow as pa
 from ...core.errors import SchemaError
 from ...core.schema.avro_arrow import avro_to_arrow, parse_avro_schema
 from ...core.schema.compare import schema_changes, schema_fingerprint
+from ...core.schema.empty import empty_table
 from ...core.schema.meta_fields import META_FIELDS, without_meta_fields
 from ...core.table.table import HudiTable
 from . import BIGINT, BOOL, INT, STRING, STRINGS, View, ViewArgs, schema
@@ -26,7 +27,7 @@ def duckdb_types(types: list[pa.DataType]) -> list[str]:
         return []
     import duckdb
 
-    empty = pa.Table.from_batches([], pa.schema([pa.field(f"c{i}", t) for i, t in enumerate(types)]))
+    empty = empty_table(pa.schema([pa.field(f"c{i}", t) for i, t in enumerate(types)]))
     con = duckdb.connect()
     try:
         return [str(t) for t in con.from_arrow(empty).types]
