@@ -373,6 +373,33 @@ def test_a_refused_start_leaves_nothing(fresh_fixture, tmp_path):
     assert first.outcome()["ok"]
 
 
+def test_a_writer_that_lost_an_instant_time_leaves_the_owner_its_heartbeat(fresh_fixture, monkeypatch):
+    """Two writers started in the same millisecond pick the same instant time: the one whose
+    requested file lost the race takes the next time, and must not delete the heartbeat it
+    shared with the winner (the winner's live instant would look dead, and the loser would
+    proceed beside it)."""
+    from hudi_duck.core.timeline import active
+    from hudi_duck.core.timeline.transaction import Transaction
+
+    path = fresh_fixture(COW)
+    settings = ConcurrencySettings.from_options(FAST_HEARTBEAT)
+    loser_view = HudiTable(path).timeline  # read before the winner's requested file
+    winner_view = HudiTable(path).timeline
+    same = winner_view.next_instant_time()
+    monkeypatch.setattr(active.Timeline, "next_instant_time", lambda self: same)
+    winner = Transaction.start(winner_view, Action.COMMIT, concurrency=WriteConcurrency(winner_view.storage, settings))
+    assert winner.requested_time == same
+    try:
+        with pytest.raises(ConcurrentWriteError, match=same):
+            Transaction.start(loser_view, Action.COMMIT, concurrency=WriteConcurrency(loser_view.storage, settings))
+        assert heartbeat.is_alive(winner_view.storage, same, settings.heartbeat_expiry_seconds)
+        assert [i.requested_time for i in HudiTable(path).timeline.pending()] == [same]
+    finally:
+        winner.abort()
+    assert HudiTable(path).timeline.pending() == []
+    assert not (Path(path) / ".hoodie" / ".heartbeat").exists()
+
+
 # -- the Spark writer beside another writer process -----------------------------------------------
 
 

@@ -168,7 +168,8 @@ class WriteConcurrency:
 
     def lost_race(self) -> None:
         """Another run of the same instant got ahead (single writer, started at the same
-        moment): stop beating but leave the heartbeat file, which is the other run's now."""
+        moment), or another writer took the instant time this one chose: stop beating but
+        leave the heartbeat file, which is the other's."""
         if self.beat is not None:
             self.beat.stop(delete=False)
             self.beat = None

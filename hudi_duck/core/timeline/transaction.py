@@ -147,7 +147,11 @@ class Transaction:
                     txn.instant = timeline.create_requested(instant_time, action, _bytes(plan, timeline))
                     faults.reach(faults.REQUESTED_WRITTEN, action)
             except TimelineError:
-                txn._stop_concurrency()
+                # the time is another instant's, and so is the heartbeat file both beat: this
+                # writer stops beating but leaves the file (deleting it would make that live
+                # instant look dead to this writer's own single-writer check a moment later)
+                if concurrency is not None:
+                    concurrency.lost_race()
                 if chosen is not None or attempt + 1 == _INSTANT_TIME_ATTEMPTS:
                     raise
                 continue  # another writer took this instant time: take the next one
