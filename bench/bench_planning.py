@@ -18,10 +18,12 @@ Tables (built once into ``--data-dir``, reused while their ``manifest.json`` is 
   Data-table archival is left out so that the active timeline holds all the commits.
 
 Every measurement runs in a fresh process (no plan cache, no fsspec instances), which times only
-the planning call and reports the file slices it planned. What a process keeps for the next one is
-the commit summaries (``core/timeline/summary_store.py``: the decoded commit files, known by their
-``stat``); an unmeasured plan before the runs keeps them, and the case "no summaries kept" plans as a
-process that finds none (the first query after a cache was cleared, or a process without a cache):
+the planning call and reports the file slices it planned. What a process keeps for the next one
+(``core/storage/kept.py``) is the commit summaries (``core/timeline/summary_store.py``: the decoded
+commit files, known by their ``stat``) and the digests of plans whose files were checked clean
+(``core/table/checked_plans.py``); an unmeasured plan before the runs keeps them, and the case "no
+summaries kept" plans as a process that finds nothing kept (the first query after a cache was
+cleared, or a process without a cache):
 
 * ``hudi-duck``: ``planner.plan_sql('snapshot', ...)`` in a process with a connection made by
   ``hudi_duck.connect()`` (what ``hudi_snapshot`` does at bind time:
@@ -265,13 +267,13 @@ def run_worker(args) -> int:
     if args.worker == "hudi-duck":
         import hudi_duck
         import hudi_duck.duck.planner  # noqa: F401  (imported before timing)
-        from hudi_duck.core.timeline import summary_store
+        from hudi_duck.core.storage import kept
 
         # a query plans on a connection with the functions: made before timing, as hudi-rs is loaded
         connection = hudi_duck.connect()  # noqa: F841
 
-        if args.metadata == "on-unkept":  # a process that finds no commit summaries kept by an earlier one
-            summary_store.use_store(None)
+        if args.metadata == "on-unkept":  # a process that finds nothing kept by an earlier one
+            kept.use_store(None)
         plan = lambda: _plan_hudi_duck(args.url, s3, args.metadata != "off")  # noqa: E731
     else:
         import hudi  # noqa: F401

@@ -174,13 +174,15 @@ def test_plan_again_when_a_listed_timeline_file_vanishes(tmp_path, monkeypatch):
 
     import hudi_duck
     from hudi_duck.core.errors import TimelineChangedError
-    from hudi_duck.core.timeline import active, summary_store
+    from hudi_duck.core.storage import kept
+    from hudi_duck.core.table import checked_plans
+    from hudi_duck.core.timeline import active
     from hudi_duck.duck.planner import clear_plan_cache
 
     from fixtures import fixture_zips, fixture_id, unzip_fixture
 
     # (a process with no summaries kept by an earlier one: it reads the commit files)
-    monkeypatch.setattr(summary_store, "_store", None)
+    monkeypatch.setattr(kept, "_store", None)
     zip_path = next(z for z in fixture_zips() if fixture_id(z).endswith("cow/v6_nonpartitioned"))
     path = unzip_fixture(zip_path, tmp_path)
     expected = hudi_duck.connect().execute(f"SELECT count(*) FROM hudi_snapshot('{path}')").fetchone()
@@ -196,9 +198,11 @@ def test_plan_again_when_a_listed_timeline_file_vanishes(tmp_path, monkeypatch):
     monkeypatch.setattr(active.Timeline, "read_details", vanishing_once)
     clear_plan_cache()
     active.clear_summary_cache()  # (a commit file this process knows is not read again)
+    checked_plans.forget()  # (nor is one whose plan this process checked)
     assert hudi_duck.connect().execute(f"SELECT count(*) FROM hudi_snapshot('{path}')").fetchone() == expected
     calls["n"] = 0
     active.clear_summary_cache()
+    checked_plans.forget()
     assert hudi_duck.open_table(path).snapshot().read_all().num_rows == expected[0]
     monkeypatch.setattr(active.Timeline, "read_details", real)
 

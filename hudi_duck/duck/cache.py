@@ -528,20 +528,20 @@ def read_blob(path: str | Path, key: str, secret: bytes | None = None) -> bytes 
     return payload
 
 
-class SummaryFiles:
-    """Where commit summaries are kept for later processes (``core/timeline/summary_store.py``):
-    one checksummed blob per timeline folder in this cache (a damaged file is ignored; the
-    summaries are MessagePack of fixed shapes, never code)."""
+class KeptFiles:
+    """Where processes keep what they learnt for later ones (``core/storage/kept.py``): one
+    checksummed blob per kind and URI in this cache (a damaged file is ignored; every kind is
+    MessagePack of fixed shapes, never code, checked against the files it describes)."""
 
-    def _path(self, timeline_uri: str) -> tuple[Path, str]:
-        key = digest("commit-summaries", timeline_uri)
-        return cache_dir() / f"{key}.summaries", key
+    def _path(self, kind: str, uri: str) -> tuple[Path, str]:
+        key = digest(kind, uri)
+        return cache_dir() / f"{key}.{kind}", key
 
-    def load(self, timeline_uri: str) -> bytes | None:
-        return read_blob(*self._path(timeline_uri))
+    def load(self, kind: str, uri: str) -> bytes | None:
+        return read_blob(*self._path(kind, uri))
 
-    def save(self, timeline_uri: str, data: bytes) -> None:
-        write_blob(*self._path(timeline_uri), data)
+    def save(self, kind: str, uri: str, data: bytes) -> None:
+        write_blob(*self._path(kind, uri), data)
 
 
 # -- the size bound -------------------------------------------------------------------------------

@@ -20,10 +20,10 @@ from ..core.table.read_plan import (
     plan_read_optimized,
     plan_snapshot,
 )
+from ..core.storage import kept
 from ..core.storage.storage import Storage, get_storage
 from ..core.table.filters import FilterSpec
 from ..core.table.table import HudiTable
-from ..core.timeline import summary_store
 from . import cache
 from .sql import SqlRenderer
 
@@ -42,8 +42,9 @@ def _load_planning_modules() -> None:
 
 
 _load_planning_modules()
-# what a process decoded of commit files is kept in the cache for the next process
-summary_store.use_store(cache.SummaryFiles())
+# what a process learnt of a table's files (commit summaries, checked plans, the metadata
+# table's listing) is kept in the cache for the next process
+kept.use_store(cache.KeptFiles())
 
 log = logging.getLogger("hudi_duck")
 HOODIE_DIR = ".hoodie"

@@ -14,7 +14,8 @@ import datetime as _dt
 import re
 import uuid
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import lru_cache
+from typing import Any
 
 PARTITION_METAFILE = ".hoodie_partition_metadata"
 PARTITION_METAFILE_PREFIX = ".hoodie_partition_metadata"
@@ -32,6 +33,18 @@ _BASE_FILE = re.compile(
 _WRITE_TOKEN = re.compile(r"^(\d+)-(\d+)-(\d+)$")
 
 
+class _JoinedPath:
+    """A data file's ``path``, joined on first use and kept in the instance: what
+    ``functools.cached_property`` does, without the lock it takes per instance before
+    Python 3.12 (a plan of 5,000 files spent longer on that lock than on the joins)."""
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        value = obj.__dict__["path"] = _join(obj.partition_path, obj.file_name)
+        return value
+
+
 @dataclass(frozen=True)
 class BaseFile:
     """A columnar base file of a file slice."""
@@ -44,11 +57,9 @@ class BaseFile:
     extension: str
     size: int = 0
 
-    @cached_property
-    def path(self) -> str:
-        """Path relative to the table base path (kept: a process keeps its base files, and
-        every plan looks their paths up)."""
-        return _join(self.partition_path, self.file_name)
+    #: path relative to the table base path (kept: a process keeps its base files, and every
+    #: plan looks their paths up)
+    path = _JoinedPath()
 
 
 def _join(partition_path: str, file_name: str) -> str:
@@ -80,9 +91,8 @@ class LogFile:
     is_cdc: bool = False
     size: int = -1
 
-    @cached_property
-    def path(self) -> str:
-        return _join(self.partition_path, self.file_name)
+    #: path relative to the table base path
+    path = _JoinedPath()
 
     def sort_key(self) -> tuple:
         """Hudi's log file order: instant, version, then write token.

@@ -30,6 +30,7 @@ from ..file_group.log_format import BlockType, read_log_file
 from ..file_group.naming import parse_base_file, parse_log_file
 from ..timeline.commit_metadata import WrittenFile
 from ..timeline.instant import Action, Instant
+from . import checked_plans
 from .fs_view import CommittedInstants, FileSystemView
 
 
@@ -87,6 +88,13 @@ def check_plan_files(
     newest_base: dict[tuple[str, str], tuple] = {}  # group -> (base instant, written, path, commit instant)
     logs: list[tuple[tuple[str, str], WrittenFile, str, Instant]] = []  # (group, written, path, commit instant)
     admitted = [i for i in timeline.completed_writes if instants.admits(i.requested_time)]
+    check_key = _check_key(
+        timeline, admitted, read_bases, read_logs_sizes,
+        (sorted(replaced_set), sorted(wanted_partitions or ()), wanted_partitions is None,
+         sorted(wanted_groups or ()), wanted_groups is None, read_logs),
+    )
+    if check_key is not None and checked_plans.is_checked(*check_key):
+        return  # the same commit files and the same listing were checked clean before
     timeline.prefetch_summaries(admitted)
     for instant in admitted:
         # (one pass per file every commit wrote, its path split and name parsed once per process)
@@ -120,6 +128,8 @@ def check_plan_files(
             continue  # an older base file of a group whose read base is newer
         doubtful.append((group, _expected_of(written, path, False, instant.requested_time, _commit_file(view, instant))))
     if not doubtful and not logs:
+        if check_key is not None:
+            checked_plans.remember(*check_key)
         return
     cleaned = _cleaned_files(view)
     for group, expected in sorted(doubtful):
@@ -127,6 +137,18 @@ def check_plan_files(
     for group, written, path, instant in logs:
         expected = _expected_of(written, path, True, instant.requested_time, _commit_file(view, instant))
         _check_log(view, chosen.get(group), expected, cleaned)
+
+
+def _check_key(
+    timeline, admitted: list[Instant], read_bases: dict[str, int], read_logs: dict[str, int], narrowing: tuple
+) -> tuple[str, bytes] | None:
+    """(timeline folder, digest) a clean check of these commits and this listing is kept by
+    (``checked_plans``); None where commit files are not known by their ``stat`` (object stores)."""
+    signatures = timeline.commit_signatures(admitted)
+    if signatures is None:
+        return None
+    folder = timeline.storage.uri(timeline.timeline_dir)
+    return folder, checked_plans.digest(signatures, read_bases, read_logs, narrowing)
 
 
 def _commit_file(view: FileSystemView, instant: Instant) -> str:

@@ -599,7 +599,7 @@ def _table_schema_instants(table: HudiTable, instants: Iterable[str]) -> frozens
         group = timeline.group(instant)
         if group is None or not group.latest.is_completed:
             continue
-        written = timeline.commit_summary(group.latest).schema
+        written = timeline.commit_schema(group.latest)
         if not written:
             continue
         if written not in same_as_table:

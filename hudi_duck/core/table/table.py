@@ -81,7 +81,7 @@ class HudiTable:
         timeline = self.timeline
         latest = timeline.latest_completed_write
         if latest is not None:
-            schema = timeline.commit_summary(latest).schema
+            schema = timeline.commit_schema(latest)
             if schema:
                 self._avro_schema_origin = f"the schema of commit {self.storage.uri(timeline.file_of(latest))}"
                 return schema

@@ -17,6 +17,7 @@ from typing import Any, Generic, Iterable, TypeVar
 
 from ..config.table_config import TableConfig
 from ..errors import CorruptFileError, TableNotFoundError, TimelineChangedError, TimelineError
+from ..storage import kept
 from ..storage.storage import Storage
 from . import codec, summary_store
 from .commit_metadata import CommitMetadata, CommitSummary
@@ -105,7 +106,7 @@ class Timeline:
         self._signatures: dict[tuple[str, str, State], tuple[str, summary_store.Signature]] = {}
         #: what the summary store held when it was first asked (None: not asked), and whether a
         #: commit was decoded since (the store is written again only then)
-        self._stored: dict[tuple[str, summary_store.Signature], CommitSummary] | None = None
+        self._stored: dict[tuple[str, summary_store.Signature], summary_store.KeptSummary] | None = None
         self._decoded_new = False
         #: savepoint files (they share the time of the commit they pin, so live apart)
         self.savepoint_instants: list[Instant] = []
@@ -328,6 +329,31 @@ class Timeline:
             self._summary_cache[key] = found
         return found
 
+    def commit_schema(self, instant: Instant) -> str | None:
+        """The schema a completed write's commit recorded (its summary's ``schema``): taken from
+        what an earlier process kept without decoding the rest of the summary, as a plan asks
+        it of every base file's commit."""
+        key = (instant.requested_time, instant.action, instant.state)
+        found = self._summary_cache.get(key)
+        if found is not None:
+            return found.schema
+        if self.storage.is_local and payload_class(instant) is CommitMetadata:
+            path = self.file_of(instant)
+            try:
+                st = os.stat(self.storage.abs(path))
+            except OSError:
+                return self.commit_summary(instant).schema  # (which names the problem)
+            signature = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            known = _known_summary(self.storage.uri(path), signature)
+            if known is not None:
+                return known.schema
+            if self._stored is None:
+                self._load_stored()
+            kept_one = self._stored.get((path.rpartition("/")[2], signature))
+            if kept_one is not None:
+                return kept_one.schema
+        return self.commit_summary(instant).schema
+
     def prefetch_summaries(self, instants: Iterable[Instant]) -> None:
         """Read the commit files of ``instants`` whose summaries this timeline lacks in one go:
         on an object store side by side, where a plan would otherwise wait for one GET after
@@ -347,6 +373,21 @@ class Timeline:
                 key, _ = wanted[path]
                 self._summary_cache[key] = _summary_of(self.storage.uri(path), bytes(data))
 
+    def commit_signatures(self, instants: Iterable[Instant]) -> list[tuple[str, summary_store.Signature]] | None:
+        """(file name, ``stat`` signature) of each instant's timeline file: what identifies its
+        bytes without reading them. None on an object store, or when a file is gone."""
+        if not self.storage.is_local:
+            return None
+        out = []
+        for instant in instants:
+            path = self.file_of(instant)
+            try:
+                st = os.stat(self.storage.abs(path))
+            except OSError:
+                return None
+            out.append((path.rpartition("/")[2], (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)))
+        return out
+
     def _summary_of_file(self, instant: Instant) -> CommitSummary:
         path = self.file_of(instant)
         uri = self.storage.uri(path)
@@ -363,9 +404,13 @@ class Timeline:
         signature = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         name = path.rpartition("/")[2]
         found = _known_summary(uri, signature)
-        if found is None and self._stored is None:
-            self._load_stored()
-            found = _known_summary(uri, signature)
+        if found is None:
+            if self._stored is None:
+                self._load_stored()
+            kept_one = self._stored.get((name, signature))
+            found = kept_one.summary() if kept_one is not None else None
+            if found is not None:
+                _keep_summary((uri, signature), found, st.st_size)
         if found is None:
             data = self.read_details(instant)
             found = _summary_of(uri, data)
@@ -379,35 +424,29 @@ class Timeline:
     def _load_stored(self) -> None:
         """Take the summaries a process before this one kept for this timeline folder."""
         self._stored = {}
-        store = summary_store.store()
-        if store is None or not self.storage.is_local:
+        if not self.storage.is_local:
             return
         folder = self.storage.uri(self.timeline_dir)
-        try:
-            data = store.load(folder)
-        except Exception as exc:  # (a store that cannot be read only costs this plan the decoding)
-            log.debug("commit summaries of %s not read: %s", folder, exc)
-            data = None
+        data = kept.load(summary_store.KIND, folder)
         if not data:
             return
         self._stored = summary_store.decode_for(folder, data)
-        for (name, signature), summary in self._stored.items():
-            _keep_summary((f"{folder}/{name}", signature), summary, signature[2])
 
     def keep_summaries(self) -> None:
         """Keep the summaries of this timeline's commit files for later processes, when this
-        timeline decoded a commit file they lacked (a plan calls it once it checked the commits)."""
-        store = summary_store.store()
-        if store is None or not self._decoded_new:
+        timeline decoded a commit file they lacked (a plan calls it once it checked the commits).
+        The kept summaries this timeline did not ask for go into the new entry as they were."""
+        if kept.store() is None or not self._decoded_new or self._stored is None:
             return
         self._decoded_new = False
-        entries = {(name, sig): self._summary_cache[key] for key, (name, sig) in self._signatures.items()
-                   if key in self._summary_cache}
+        entries: dict[tuple[str, summary_store.Signature], Any] = {
+            (name, sig): self._summary_cache[key] for key, (name, sig) in self._signatures.items() if key in self._summary_cache
+        }
         on_timeline = {self.file_of(i).rpartition("/")[2] for i in self.completed_writes}
         for (name, sig), summary in (self._stored or {}).items():
             if name in on_timeline:
                 entries.setdefault((name, sig), summary)
-        summary_store.save_later(store, self.storage.uri(self.timeline_dir), sorted(entries.items(), key=lambda e: e[0]))
+        summary_store.save_later(self.storage.uri(self.timeline_dir), sorted(entries.items(), key=lambda e: e[0]))
 
     def payload(self, instant: Instant) -> Any:
         """The typed record of one state file (cached): the plan of a requested instant,
@@ -464,7 +503,7 @@ class Timeline:
         for instant in reversed(self.completed_writes):
             if before_or_on is not None and instant.requested_time > before_or_on:
                 continue
-            schema = self.commit_summary(instant).schema
+            schema = self.commit_schema(instant)
             if schema:
                 return instant, schema
         return None

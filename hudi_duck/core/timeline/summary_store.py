@@ -9,7 +9,7 @@ of its files parsed) is kept for the next process in one entry per timeline
 folder, known per commit file by its ``stat`` signature (device, inode, size,
 modified and changed times), as the process's own cache knows it.
 
-The bytes live where the reader's layer keeps its cache (:func:`use_store`);
+The bytes live where the reader's layer keeps its cache (:mod:`~hudi_duck.core.storage.kept`);
 without a store (a Spark executor, a writer) nothing is kept. The entry is plain
 MessagePack decoded into fixed shapes: a damaged or foreign entry is ignored
 (and written again), never trusted into a plan.
@@ -20,7 +20,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from typing import Any, Iterable, Protocol
+from typing import Any, Iterable
+
+from ..storage import kept
 
 from .commit_metadata import CommitSummary, DataFileWritten, WrittenFile
 
@@ -29,128 +31,128 @@ log = logging.getLogger("hudi_duck")
 #: A commit file's identity on local storage: (device, inode, size, mtime_ns, ctime_ns).
 Signature = tuple[int, int, int, int, int]
 #: Bumped whenever the shape of an entry changes; older entries are ignored.
-FORMAT = 3
+FORMAT = 4
 
 
-class SummaryStore(Protocol):
-    """Bytes kept per timeline folder (a URI) for later processes."""
-
-    def load(self, timeline_uri: str) -> bytes | None: ...
-
-    def save(self, timeline_uri: str, data: bytes) -> None: ...
+#: The kind of bytes :mod:`~hudi_duck.core.storage.kept` keeps for a timeline folder.
+KIND = "commit-summaries"
 
 
-_store: SummaryStore | None = None
+def save_later(timeline_uri: str, entries: list[tuple[tuple[str, Signature], "CommitSummary | KeptSummary"]]) -> None:
+    """Encode and save ``entries`` for ``timeline_uri`` off the plan's thread (:func:`kept.save_later`)."""
+    kept.save_later(
+        KIND,
+        timeline_uri,
+        lambda: encode((name, sig, summary) for (name, sig), summary in entries),
+        lambda data: _remember(
+            timeline_uri, data, {key: s if isinstance(s, KeptSummary) else KeptSummary.of(s) for key, s in entries}
+        ),
+    )
 
 
-def use_store(store: SummaryStore | None) -> None:
-    """Keep commit summaries in ``store`` (``None``: only in this process)."""
-    global _store
-    _store = store
-
-
-def store() -> SummaryStore | None:
-    return _store
-
-
-_saving: list[threading.Thread] = []
-_saving_lock = threading.Lock()
-
-
-def save_later(
-    store: SummaryStore, timeline_uri: str, entries: list[tuple[tuple[str, Signature], CommitSummary]]
-) -> None:
-    """Encode and save ``entries`` on a thread of their own: a plan does not wait for the
-    write (nor for the cache's size check at a process's first write). The thread is not a
-    daemon, so a process that ends right after its query still saves them."""
-
-    def save() -> None:
-        try:
-            data = encode((name, sig, summary) for (name, sig), summary in entries)
-            store.save(timeline_uri, data)
-            _remember(timeline_uri, data, dict(entries))
-        except Exception as exc:  # a cache that cannot be written only costs the next process time
-            log.debug("commit summaries of %s not kept: %s", timeline_uri, exc)
-
-    thread = threading.Thread(target=save, name="hudi-duck-commit-summaries")
-    with _saving_lock:
-        _saving[:] = [t for t in _saving if t.is_alive()] + [thread]
-    thread.start()
-
-
-def wait_for_saves() -> None:
-    """Wait until the summaries being saved are written (tests; a process exiting waits anyway)."""
-    with _saving_lock:
-        threads = list(_saving)
-    for thread in threads:
-        thread.join()
-
-
-def encode(entries: Iterable[tuple[str, Signature, CommitSummary]]) -> bytes:
-    """One entry of (commit file name, its signature, its summary) for a timeline folder."""
+def encode(entries: Iterable[tuple[str, Signature, "CommitSummary | KeptSummary"]]) -> bytes:
+    """One entry of (commit file name, its signature, its summary) for a timeline folder; a
+    kept summary nobody asked for goes in as the bytes it was kept as."""
     import msgspec
 
     schemas: dict[str, int] = {}
     commits = []
     for name, signature, summary in entries:
+        if isinstance(summary, KeptSummary):
+            if summary.raw is not None:
+                schema = -1 if summary.schema is None else schemas.setdefault(summary.schema, len(schemas))
+                commits.append((name, signature, schema, summary.raw))
+                continue
+            summary = summary.summary()
         written_at = {id(w): i for i, w in enumerate(summary.files)}
         schema = -1 if summary.schema is None else schemas.setdefault(summary.schema, len(schemas))
-        commits.append((
-            name,
-            signature,
-            schema,
+        body = (
             summary.operation_type,
             summary.replaced,
             [(w.partition_path, w.file_id, w.path, w.size, w.log_offset) for w in summary.files],
             [(written_at[id(d.written)], d.file_id, d.instant) for d in summary.data_files],
-        ))
+        )
+        commits.append((name, signature, schema, msgspec.Raw(msgspec.msgpack.encode(body))))
     return msgspec.msgpack.encode((FORMAT, list(schemas), commits))
 
 
-def decode(data: bytes) -> dict[tuple[str, Signature], CommitSummary]:
-    """Summaries by (commit file name, signature); empty for an entry of another shape."""
+class KeptSummary:
+    """One commit's summary in a kept entry, decoded only when a plan asks for it: the table's
+    schema needs the latest commit alone, and a plan whose check was kept needs no other
+    (``core/table/checked_plans.py``)."""
+
+    __slots__ = ("schema", "raw", "_summary")
+
+    def __init__(self, schema: str | None, raw: Any, summary: CommitSummary | None = None) -> None:
+        self.schema, self.raw, self._summary = schema, raw, summary
+
+    @classmethod
+    def of(cls, summary: CommitSummary) -> "KeptSummary":
+        return cls(summary.schema, None, summary)
+
+    def summary(self) -> CommitSummary | None:
+        """The summary; None for a damaged one (its commit file is decoded instead)."""
+        if self._summary is None and self.raw is not None:
+            self._summary = _decode_commit(self.schema, self.raw)
+            if self._summary is not None:
+                self.raw = None
+        return self._summary
+
+
+def decode(data: bytes) -> dict[tuple[str, Signature], KeptSummary]:
+    """Summaries by (commit file name, signature), each decoded when asked for; empty for an
+    entry of another shape."""
     import msgspec
 
     try:
-        fmt, schemas, commits = msgspec.msgpack.decode(data, type=tuple[int, list[str], list[_entry_type()]])
+        fmt, schemas, commits = msgspec.msgpack.decode(
+            data, type=tuple[int, list[str], list[tuple[str, tuple[int, int, int, int, int], int, msgspec.Raw]]]
+        )
         if fmt != FORMAT:
             return {}
-    except (msgspec.MsgspecError, ValueError, TypeError) as exc:
+        return {
+            (name, signature): KeptSummary(schemas[schema] if schema >= 0 else None, raw)
+            for name, signature, schema, raw in commits
+        }
+    except (msgspec.MsgspecError, ValueError, TypeError, IndexError) as exc:
         log.debug("ignoring a damaged commit summary entry: %s", exc)
         return {}
-    out = {}
+
+
+def _decode_commit(schema: str | None, raw: Any) -> CommitSummary | None:
+    import msgspec
+
     new = tuple.__new__  # (a named tuple's own constructor costs more than the rest of a file's decoding)
     try:
-        for name, signature, schema, operation, replaced, files, data_files in commits:
-            written = [WrittenFile(*f) for f in files]
-            summary = CommitSummary(
-                files=tuple(written),
-                schema=schemas[schema] if schema >= 0 else None,
-                operation_type=operation,
-                replaced=tuple((p, tuple(ids)) for p, ids in replaced),
-            )
-            # (the names parsed by the process that decoded the commit; folder and name split
-            # off the written path as ``CommitSummary.data_files`` splits them)
-            parsed = []
-            for at, file_id, instant in data_files:
-                file = written[at]
-                path = file.path.strip("/")
-                partition, _, name_ = path.rpartition("/")
-                parsed.append(new(DataFileWritten, (partition, name_, path, file_id, instant, file)))
-            summary.__dict__["data_files"] = tuple(parsed)
-            out[(name, tuple(signature))] = summary
-    except (IndexError, TypeError, ValueError, AttributeError) as exc:
-        log.debug("ignoring a damaged commit summary entry: %s", exc)
-        return {}
-    return out
+        operation, replaced, files, data_files = msgspec.msgpack.decode(raw, type=_body_type())
+        written = [WrittenFile(*f) for f in files]
+        summary = CommitSummary(
+            files=tuple(written),
+            schema=schema,
+            operation_type=operation,
+            replaced=tuple((p, tuple(ids)) for p, ids in replaced),
+        )
+        # (the names parsed by the process that decoded the commit; folder and name split
+        # off the written path as ``CommitSummary.data_files`` splits them)
+        parsed = []
+        for at, file_id, instant in data_files:
+            file = written[at]
+            path = file.path.strip("/")
+            partition, _, name_ = path.rpartition("/")
+            parsed.append(new(DataFileWritten, (partition, name_, path, file_id, instant, file)))
+        summary.__dict__["data_files"] = tuple(parsed)
+        return summary
+    except (msgspec.MsgspecError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        log.debug("ignoring a damaged commit summary in a kept entry: %s", exc)
+        return None
 
 
 #: The entry this process last decoded or wrote per timeline folder: (its digest, its summaries).
-_SEEN: dict[str, tuple[bytes, dict[tuple[str, Signature], CommitSummary]]] = {}
+_SEEN: dict[str, tuple[bytes, dict[tuple[str, Signature], KeptSummary]]] = {}
 _seen_lock = threading.Lock()
 
 
-def decode_for(timeline_uri: str, data: bytes) -> dict[tuple[str, Signature], CommitSummary]:
+def decode_for(timeline_uri: str, data: bytes) -> dict[tuple[str, Signature], KeptSummary]:
     """:func:`decode`, skipped for an entry this process decoded or wrote itself: a long-lived
     process that plans after every new commit does not decode the whole entry each time."""
     digest = hashlib.blake2b(data, digest_size=16).digest()
@@ -164,7 +166,7 @@ def decode_for(timeline_uri: str, data: bytes) -> dict[tuple[str, Signature], Co
 
 
 def _remember(
-    timeline_uri: str, data: bytes, entries: dict[tuple[str, Signature], CommitSummary], digest: bytes | None = None
+    timeline_uri: str, data: bytes, entries: dict[tuple[str, Signature], KeptSummary], digest: bytes | None = None
 ) -> None:
     digest = digest or hashlib.blake2b(data, digest_size=16).digest()
     with _seen_lock:
@@ -177,23 +179,20 @@ def forget_entries() -> None:
         _SEEN.clear()
 
 
-_ENTRY_TYPE: Any = None
+_BODY_TYPE: Any = None
 
 
-def _entry_type() -> Any:
-    """The typed shape of one commit in an entry (built once, with real types)."""
-    global _ENTRY_TYPE
-    if _ENTRY_TYPE is None:
+def _body_type() -> Any:
+    """The typed shape of one commit's summary in an entry (built once, with real types)."""
+    global _BODY_TYPE
+    if _BODY_TYPE is None:
         from typing import Optional
 
         text = Optional[str]
-        _ENTRY_TYPE = tuple[
-            str,
-            tuple[int, int, int, int, int],
-            int,
+        _BODY_TYPE = tuple[
             text,
             list[tuple[str, list[str]]],
             list[tuple[text, text, text, int, int]],
             list[tuple[int, str, str]],
         ]
-    return _ENTRY_TYPE
+    return _BODY_TYPE
