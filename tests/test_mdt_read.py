@@ -270,10 +270,44 @@ def test_a_files_listing_is_decoded_once_per_process_and_never_from_other_bytes(
     with pytest.raises(CorruptFileError, match=log.name):
         listing()
     log.write_bytes(data)
-    assert listing() is first
+    assert listing() == first  # (known by its stat, the file written again is decoded afresh)
     files_reader._LISTINGS.clear()
     again = listing()
     assert again is not first and again == first
+
+
+def test_a_files_listing_is_kept_for_the_next_process(tmp_path, mdt_tables, monkeypatch):
+    """A process that finds the listing an earlier one kept (the same files of the ``files``
+    partition by their ``stat``, the same instants counting) decodes no HFile; a log file
+    written since (another ``stat``) is decoded afresh, damage and all."""
+    from hudi_duck.core.errors import CorruptFileError
+    from hudi_duck.core.metadata import files_reader
+    from hudi_duck.core.storage import kept
+    from hudi_duck.duck import cache
+
+    monkeypatch.setenv(cache.ENV_DIR, str(tmp_path / "cache"))
+    monkeypatch.setattr(kept, "_store", cache.KeptFiles())
+    source = next(p for f, p in mdt_tables.items() if "cow/v9" in f)
+    table = _copy(source, tmp_path)
+
+    def listing():
+        files_reader._LISTINGS.clear()  # (a new process)
+        return HudiTable(str(table), metadata_enable=True).metadata_table.files_listing()
+
+    first = listing()
+    kept.wait_for_saves()
+    assert list((tmp_path / "cache").glob(f"*.{files_reader.KEPT_KIND}"))
+    decoded = []
+    real = files_reader.MetadataTable._files_listing
+    monkeypatch.setattr(files_reader.MetadataTable, "_files_listing", lambda *a: decoded.append(1) or real(*a))
+    assert listing() == first and decoded == []
+    log = sorted((table / ".hoodie/metadata/files").glob(".files-0000-0_*.log.*"))[-1]
+    data = log.read_bytes()
+    log.write_bytes(bytes(len(data)))
+    with pytest.raises(CorruptFileError, match=log.name):
+        listing()
+    log.write_bytes(data)
+    assert listing() == first and len(decoded) == 2
 
 
 # -- a damaged metadata table ---------------------------------------------------------------------

@@ -12,6 +12,9 @@ with the base records (:func:`records.combine`), and read the listing off the
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -26,6 +29,7 @@ from ..file_group.log_scanner import scan_slice_logs
 from ..file_group.naming import BaseFile
 from ..hfile.reader import open_hfile
 from ..hfile.seek import SeekableHFile
+from ..storage import kept
 from ..storage.storage import Storage
 from ..table.fs_view import FileSystemView
 from ..timeline.active import Timeline
@@ -39,6 +43,9 @@ from .records import (
     decode_values,
     partition_path_of,
 )
+
+
+log = logging.getLogger("hudi_duck")
 
 
 class MetadataTableError(HudiError):
@@ -268,17 +275,56 @@ class MetadataTable:
 
         Kept for the process by what decides it: the bytes of the partition's latest
         slices and the instants whose blocks count (a query plans on a freshly opened
-        table every time; an unchanged metadata table is decoded once)."""
+        table every time; an unchanged metadata table is decoded once). On local storage
+        the files are known by their ``stat``, and the listing is kept for later processes
+        too (:func:`kept_listing_key`)."""
         slices = self._partition_slices(FILES.name, True)
         storage = self.mdt_storage
-        contents = {f.path: storage.read(f.path) for s in slices for f in _files_of(s)}
+        files = [f for s in slices for f in _files_of(s)]
+        key = self._kept_key(files)
+        if key is not None:
+            return self._kept_files_listing(slices, files, key)
+        contents = {f.path: storage.read(f.path) for f in files}
         size = sum(map(len, contents.values()))
         if not _LISTINGS.fits(size):
             return self._files_listing(slices, contents)
-        key = (storage.uri(), tuple(sorted(contents.items())), frozenset(self.valid), self.view.committed)
-        found = _LISTINGS.get(key)
+        cache_key = (storage.uri(), tuple(sorted(contents.items())), frozenset(self.valid), self.view.committed)
+        found = _LISTINGS.get(cache_key)
         if found is None:
-            found = _LISTINGS.put(key, self._files_listing(slices, contents), size)
+            found = _LISTINGS.put(cache_key, self._files_listing(slices, contents), size)
+        return found
+
+    def _kept_key(self, files: list) -> bytes | None:
+        """What decides the listing of a local metadata table, as a digest (None: not local, or
+        a file gone meanwhile): each file of the latest slices by its ``stat`` signature, and the
+        instants whose blocks count."""
+        if not self.mdt_storage.is_local:
+            return None
+        signatures = []
+        for f in files:
+            try:
+                st = os.stat(self.mdt_storage.abs(f.path))
+            except OSError:
+                return None
+            signatures.append((f.path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        committed = self.view.committed
+        return kept_listing_key(self.mdt_storage.uri(), signatures, self.valid, committed.completed, committed.earliest_active)
+
+    def _kept_files_listing(self, slices: list, files: list, key: bytes) -> FilesListing:
+        storage = self.mdt_storage
+        size = sum(max(f.size, 0) for f in files)
+        found = _LISTINGS.get(key)
+        if found is not None:
+            return found
+        folder = storage.uri(FILES.name)
+        found = _load_kept_listing(folder, key)
+        if found is None:
+            contents = {f.path: storage.read(f.path) for f in files}
+            found = self._files_listing(slices, contents)
+            if all(len(contents[f.path]) == f.size for f in files):  # (read as it was listed)
+                _keep_listing(folder, key, found)
+        if _LISTINGS.fits(size):
+            _LISTINGS.put(key, found, size)
         return found
 
     def _files_listing(self, slices: list, contents: Mapping[str, bytes]) -> FilesListing:
@@ -295,6 +341,60 @@ class MetadataTable:
 
 def _files_of(file_slice) -> list:
     return ([file_slice.base_file] if file_slice.base_file is not None else []) + list(file_slice.log_files)
+
+
+# -- the listing kept across processes ------------------------------------------------------------
+
+#: The kind of bytes :mod:`~hudi_duck.core.storage.kept` keeps for a ``files`` partition folder.
+KEPT_KIND = "metadata-files-listing"
+#: Bumped whenever the shape of a kept listing or what its key covers changes.
+KEPT_FORMAT = 1
+
+
+def kept_listing_key(
+    uri: str,
+    signatures: list[tuple],
+    valid: Iterable[str],
+    completed: Iterable[str],
+    earliest_active: str | None,
+) -> bytes:
+    """The digest a listing is kept by: the metadata table, the (path, ``stat`` signature) of
+    each file of the ``files`` partition's latest slices, the instants whose blocks count
+    (:func:`valid_instant_times`) and those its own timeline committed."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in (KEPT_FORMAT, uri, signatures, sorted(valid), sorted(completed), earliest_active):
+        h.update(repr(part).encode())
+        h.update(b"\n")
+    return h.digest()
+
+
+def _load_kept_listing(folder: str, key: bytes) -> FilesListing | None:
+    """The listing an earlier process kept under ``key`` (None: none, another key, or damaged)."""
+    import msgspec
+
+    data = kept.load(KEPT_KIND, folder)
+    if not data:
+        return None
+    try:
+        fmt, found_key, partitions, applied = msgspec.msgpack.decode(
+            data, type=tuple[int, bytes, list[tuple[str, list[tuple[str, int]]]], list[str]]
+        )
+    except (msgspec.MsgspecError, ValueError, TypeError) as exc:
+        log.debug("ignoring a damaged kept files listing of %s: %s", folder, exc)
+        return None
+    if fmt != KEPT_FORMAT or found_key != key:
+        return None
+    return FilesListing(dict(partitions), tuple(applied))
+
+
+def _keep_listing(folder: str, key: bytes, listing: FilesListing) -> None:
+    import msgspec
+
+    kept.save_later(
+        KEPT_KIND,
+        folder,
+        lambda: msgspec.msgpack.encode((KEPT_FORMAT, key, list(listing.partitions.items()), list(listing.applied_instants))),
+    )
 
 
 class _ListingCache:

@@ -104,6 +104,7 @@ class Timeline:
         self._summary_cache: dict[tuple[str, str, State], CommitSummary] = {}
         #: local commit files whose summaries this timeline took: key -> (file name, stat signature)
         self._signatures: dict[tuple[str, str, State], tuple[str, summary_store.Signature]] = {}
+        self._file_signatures: dict[str, summary_store.Signature] = {}
         #: what the summary store held when it was first asked (None: not asked), and whether a
         #: commit was decoded since (the store is written again only then)
         self._stored: dict[tuple[str, summary_store.Signature], summary_store.KeptSummary] | None = None
@@ -340,10 +341,9 @@ class Timeline:
         if self.storage.is_local and payload_class(instant) is CommitMetadata:
             path = self.file_of(instant)
             try:
-                st = os.stat(self.storage.abs(path))
+                signature = self._signature(path)
             except OSError:
                 return self.commit_summary(instant).schema  # (which names the problem)
-            signature = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
             known = _known_summary(self.storage.uri(path), signature)
             if known is not None:
                 return known.schema
@@ -382,11 +382,19 @@ class Timeline:
         for instant in instants:
             path = self.file_of(instant)
             try:
-                st = os.stat(self.storage.abs(path))
+                out.append((path.rpartition("/")[2], self._signature(path)))
             except OSError:
                 return None
-            out.append((path.rpartition("/")[2], (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)))
         return out
+
+    def _signature(self, path: str) -> summary_store.Signature:
+        """A local timeline file's ``stat`` signature, taken once per timeline (a plan asks it of
+        every commit file for the schemas, then for its check)."""
+        found = self._file_signatures.get(path)
+        if found is None:
+            st = os.stat(self.storage.abs(path))
+            found = self._file_signatures[path] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        return found
 
     def _summary_of_file(self, instant: Instant) -> CommitSummary:
         path = self.file_of(instant)
@@ -394,14 +402,14 @@ class Timeline:
         if not self.storage.is_local:
             return _summary_of(uri, self.read_details(instant))
         try:
-            st = os.stat(self.storage.abs(path))
+            signature = self._signature(path)
         except FileNotFoundError as exc:
             raise TimelineChangedError(
                 f"timeline file {uri} was listed but is gone (archived or rolled back meanwhile)"
             ) from exc
         except OSError as exc:
             raise TimelineError(f"cannot read timeline file {uri}: {exc}") from exc
-        signature = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        size = signature[2]
         name = path.rpartition("/")[2]
         found = _known_summary(uri, signature)
         if found is None:
@@ -410,11 +418,11 @@ class Timeline:
             kept_one = self._stored.get((name, signature))
             found = kept_one.summary() if kept_one is not None else None
             if found is not None:
-                _keep_summary((uri, signature), found, st.st_size)
+                _keep_summary((uri, signature), found, size)
         if found is None:
             data = self.read_details(instant)
             found = _summary_of(uri, data)
-            if len(data) != st.st_size:  # (not read as it was when looked at)
+            if len(data) != size:  # (not read as it was when looked at)
                 return found
             _keep_summary((uri, signature), found, len(data))
             self._decoded_new = True

@@ -17,10 +17,11 @@ MessagePack decoded into fixed shapes: a damaged or foreign entry is ignored
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 from typing import Any, Iterable
+
+import google_crc32c
 
 from ..storage import kept
 
@@ -148,14 +149,21 @@ def _decode_commit(schema: str | None, raw: Any) -> CommitSummary | None:
 
 
 #: The entry this process last decoded or wrote per timeline folder: (its digest, its summaries).
-_SEEN: dict[str, tuple[bytes, dict[tuple[str, Signature], KeptSummary]]] = {}
+_SEEN: dict[str, tuple[tuple[int, int], dict[tuple[str, Signature], KeptSummary]]] = {}
 _seen_lock = threading.Lock()
+
+
+def _identity(data: bytes) -> tuple[int, int]:
+    """What tells an entry this process saw from another: its length and CRC-32C (a tenth of a
+    hash's cost). Only an optimisation rests on it: every summary in an entry is known by its
+    commit file's signature, so even an entry taken for another holds only true summaries."""
+    return len(data), google_crc32c.value(data)
 
 
 def decode_for(timeline_uri: str, data: bytes) -> dict[tuple[str, Signature], KeptSummary]:
     """:func:`decode`, skipped for an entry this process decoded or wrote itself: a long-lived
     process that plans after every new commit does not decode the whole entry each time."""
-    digest = hashlib.blake2b(data, digest_size=16).digest()
+    digest = _identity(data)
     with _seen_lock:
         seen = _SEEN.get(timeline_uri)
     if seen is not None and seen[0] == digest:
@@ -166,9 +174,9 @@ def decode_for(timeline_uri: str, data: bytes) -> dict[tuple[str, Signature], Ke
 
 
 def _remember(
-    timeline_uri: str, data: bytes, entries: dict[tuple[str, Signature], KeptSummary], digest: bytes | None = None
+    timeline_uri: str, data: bytes, entries: dict[tuple[str, Signature], KeptSummary], digest: tuple[int, int] | None = None
 ) -> None:
-    digest = digest or hashlib.blake2b(data, digest_size=16).digest()
+    digest = digest or _identity(data)
     with _seen_lock:
         _SEEN[timeline_uri] = (digest, entries)
 
