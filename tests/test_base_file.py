@@ -489,3 +489,25 @@ def test_fsspec_storage(tmp_path):
         assert pq.read_table(handle).num_rows == 20
     info = read_base_file_footer(storage, result.path)
     assert info["max_record_key"] == "9" and info["bloom_filter"].might_contain("19")
+
+
+def test_parsed_base_files_and_their_slices_are_the_values_the_constructors_make():
+    """``parse_base_file`` and ``FileSlice.of_base`` skip the dataclasses' generated ``__init__``
+    for speed: what they make must be equal, hash equal, print equal and stay frozen."""
+    import dataclasses
+
+    from hudi_duck.core.file_group.file_slice import FileSlice
+    from hudi_duck.core.file_group.naming import BaseFile, parse_base_file
+
+    name = "3f2a-0_1-22-333_20240418173235694.parquet"
+    parsed = parse_base_file("year=2024/month=04", name, 1234)
+    made = BaseFile("year=2024/month=04", name, "3f2a-0", "1-22-333", "20240418173235694", ".parquet", 1234)
+    assert parsed == made and hash(parsed) == hash(made) and repr(parsed) == repr(made)
+    assert dataclasses.astuple(parsed) == dataclasses.astuple(made)
+    assert parsed.path == "year=2024/month=04/" + name
+    alone = FileSlice.of_base(parsed)
+    assert alone == FileSlice("year=2024/month=04", "3f2a-0", "20240418173235694", made)
+    assert hash(alone) == hash(FileSlice("year=2024/month=04", "3f2a-0", "20240418173235694", made, ()))
+    for value, field in ((parsed, "size"), (alone, "log_files")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, field, None)

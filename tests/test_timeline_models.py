@@ -372,3 +372,25 @@ def test_json_scalars_are_written_as_jackson_writes_them():
         '{\n  "s" : "é\u2028 \\"q\\" \\\\ \\n\\t\\u0001",\n  "i" : -5,\n  "big" : 1099511627776,\n  "f" : 0.5,\n'
         '  "t" : true,\n  "n" : null,\n  "k\u00e9" : [ 1, "a" ],\n  "e" : { }\n}'
     )
+
+
+def test_parsed_instants_are_the_values_the_constructor_makes():
+    """``Instant.parse_file_name`` skips the dataclass's generated ``__init__`` for speed: what
+    it makes must be equal, hash equal, print equal and stay frozen."""
+    import dataclasses
+
+    from hudi_duck.core.timeline.instant import Instant, State
+
+    cases = {
+        "20240418173235694.commit": Instant("20240418173235694", "commit", State.COMPLETED),
+        "20240418173235694.inflight": Instant("20240418173235694", "commit", State.INFLIGHT),
+        "20240418173235694.deltacommit.requested": Instant("20240418173235694", "deltacommit", State.REQUESTED),
+        "20240418173235694_20240418173236001.replacecommit": Instant(
+            "20240418173235694", "replacecommit", State.COMPLETED, "20240418173236001"
+        ),
+    }
+    for name, made in cases.items():
+        parsed = Instant.parse_file_name(name)
+        assert parsed == made and hash(parsed) == hash(made) and repr(parsed) == repr(made), name
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            parsed.action = "clean"

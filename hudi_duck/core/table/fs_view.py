@@ -315,7 +315,7 @@ class FileSystemView:
             if base.file_id in seen:
                 return None
             seen.add(base.file_id)
-            out.append(FileSlice(partition, base.file_id, base.instant_time, base))
+            out.append(FileSlice.of_base(base))
         return out
 
     def _slice_as_of(

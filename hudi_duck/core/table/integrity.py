@@ -76,15 +76,15 @@ def check_plan_files(
     """Raise :class:`MissingFileError` when a data file a completed commit (that ``instants``
     admits) wrote for the slices read is missing from the listing or shorter than recorded."""
     timeline = view.timeline
-    chosen = {s.file_group_id: s for s in slices}
+    slices = list(slices)  # (one per file group)
     replaced_set = set(replaced)
     wanted_partitions = set(partitions) if partitions is not None else None
     wanted_groups = set(file_groups) if file_groups is not None else None
     narrowed = bool(replaced_set) or wanted_partitions is not None or wanted_groups is not None
     # the files the read shows, by path: a written file that is one of them, of the size written,
     # needs no further look (nearly every file); the others go through the rules below
-    read_bases = {s.base_file.path: s.base_file.size for s in chosen.values() if s.base_file is not None}
-    read_logs_sizes = {log.path: log.size for s in chosen.values() for log in s.log_files} if read_logs else {}
+    read_bases = {s.base_file.path: s.base_file.size for s in slices if s.base_file is not None}
+    read_logs_sizes = {log.path: log.size for s in slices for log in s.log_files} if read_logs else {}
     newest_base: dict[tuple[str, str], tuple] = {}  # group -> (base instant, written, path, commit instant)
     logs: list[tuple[tuple[str, str], WrittenFile, str, Instant]] = []  # (group, written, path, commit instant)
     admitted = [i for i in timeline.completed_writes if instants.admits(i.requested_time)]
@@ -95,6 +95,7 @@ def check_plan_files(
     )
     if check_key is not None and checked_plans.is_checked(*check_key):
         return  # the same commit files and the same listing were checked clean before
+    chosen = {s.file_group_id: s for s in slices}
     timeline.prefetch_summaries(admitted)
     for instant in admitted:
         # (one pass per file every commit wrote, its path split and name parsed once per process)

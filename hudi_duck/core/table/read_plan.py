@@ -78,7 +78,12 @@ class TableLocation:
         rel = rel.strip("/")
         if not rel:
             return self.files_uri
-        return f"{self.files_uri.rstrip('/')}/{rel}"
+        return self._prefix + rel
+
+    @functools.cached_property
+    def _prefix(self) -> str:
+        """(a plan spells one URI per file under it)"""
+        return self.files_uri.rstrip("/") + "/"
 
     def open(self) -> Storage:
         return get_storage(self.base_uri, dict(self.storage_options))

@@ -117,15 +117,18 @@ class Timeline:
     def load(cls, storage: Storage, config: TableConfig) -> "Timeline":
         groups: dict[str, InstantFiles] = {}
         savepoints: list[Instant] = []
+        parse = Instant.parse_file_name
         for name in storage.file_names(config.timeline_path):
-            instant = Instant.parse_file_name(name)
+            instant = parse(name)
             if instant is None:
                 continue
             if instant.action == Action.SAVEPOINT:
                 # a savepoint reuses the time of the commit it pins
                 savepoints.append(instant)
                 continue
-            group = groups.setdefault(instant.requested_time, InstantFiles(instant.requested_time))
+            group = groups.get(instant.requested_time)
+            if group is None:  # (made once per requested time, not once per state file)
+                group = groups[instant.requested_time] = InstantFiles(instant.requested_time)
             previous = group.by_state.get(instant.state)
             if previous is not None and previous.action != instant.action:
                 # e.g. '<ts>.compaction.requested' and '<ts>.commit' are one instant;
