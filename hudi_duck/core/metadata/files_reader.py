@@ -30,7 +30,7 @@ from ..file_group.naming import BaseFile
 from ..hfile.reader import open_hfile
 from ..hfile.seek import SeekableHFile
 from ..storage import kept
-from ..storage.storage import Storage
+from ..storage.storage import Storage, scan_local_folder
 from ..table.fs_view import FileSystemView
 from ..timeline.active import Timeline
 from ..timeline.instant import Action, State
@@ -159,11 +159,24 @@ class MetadataTable:
         if data_timeline is None:
             data_timeline = Timeline.load(storage, TableConfig.load(storage))
         self.storage = storage
+        self.data_timeline = data_timeline
         self.mdt_storage = storage.child(METADATA_FOLDER)
-        config = TableConfig.load(self.mdt_storage)
-        self.timeline = Timeline.load(self.mdt_storage, config)
-        self.view = FileSystemView(self.mdt_storage, config, self.timeline)
-        self.valid = valid_instant_times(data_timeline, self.timeline)
+        self.config = TableConfig.load(self.mdt_storage)
+
+    # (read when first needed: a plan whose listing was kept needs none of them)
+    @cached_property
+    def timeline(self) -> Timeline:
+        """The metadata table's own timeline."""
+        return Timeline.load(self.mdt_storage, self.config)
+
+    @cached_property
+    def view(self) -> FileSystemView:
+        return FileSystemView(self.mdt_storage, self.config, self.timeline)
+
+    @cached_property
+    def valid(self) -> set[str]:
+        """Instants whose log blocks count (:func:`valid_instant_times`)."""
+        return valid_instant_times(self.data_timeline, self.timeline)
 
     def _admit(self, instant: str) -> bool:
         return instant in self.valid and self.view.is_committed(instant)
@@ -276,15 +289,14 @@ class MetadataTable:
         Kept for the process by what decides it: the bytes of the partition's latest
         slices and the instants whose blocks count (a query plans on a freshly opened
         table every time; an unchanged metadata table is decoded once). On local storage
-        the files are known by their ``stat``, and the listing is kept for later processes
-        too (:func:`kept_listing_key`)."""
+        it is known without reading the metadata table's timeline (:meth:`_kept_key`) and
+        kept for later processes too."""
+        kept_key = self._kept_key()
+        if kept_key is not None:
+            return self._kept_files_listing(*kept_key)
         slices = self._partition_slices(FILES.name, True)
         storage = self.mdt_storage
-        files = [f for s in slices for f in _files_of(s)]
-        key = self._kept_key(files)
-        if key is not None:
-            return self._kept_files_listing(slices, files, key)
-        contents = {f.path: storage.read(f.path) for f in files}
+        contents = {f.path: storage.read(f.path) for s in slices for f in _files_of(s)}
         size = sum(map(len, contents.values()))
         if not _LISTINGS.fits(size):
             return self._files_listing(slices, contents)
@@ -294,35 +306,48 @@ class MetadataTable:
             found = _LISTINGS.put(cache_key, self._files_listing(slices, contents), size)
         return found
 
-    def _kept_key(self, files: list) -> bytes | None:
-        """What decides the listing of a local metadata table, as a digest (None: not local, or
-        a file gone meanwhile): each file of the latest slices by its ``stat`` signature, and the
-        instants whose blocks count."""
+    def _kept_key(self) -> tuple[bytes, int] | None:
+        """What decides the listing of a local metadata table, as a digest, and the bytes of the
+        ``files`` partition's files (None: not local, or a file gone meanwhile), read without parsing the metadata table's timeline: the names
+        of its timeline files (timeline files are written once: the names say which instants
+        completed, are pending, were compacted or rolled back), each file of the ``files``
+        partition by its ``stat`` signature (which slices are latest follows from these), and
+        what the data table's timeline says of each instant, with the ``stat`` signatures of
+        its rollbacks and restores (whose contents name instants that count)."""
         if not self.mdt_storage.is_local:
             return None
-        signatures = []
-        for f in files:
-            try:
-                st = os.stat(self.mdt_storage.abs(f.path))
-            except OSError:
-                return None
-            signatures.append((f.path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-        committed = self.view.committed
-        return kept_listing_key(self.mdt_storage.uri(), signatures, self.valid, committed.completed, committed.earliest_active)
+        names = self.mdt_storage.file_names(self.config.timeline_path)
+        files = []
+        try:
+            for name, _, is_dir, _ in scan_local_folder(self.mdt_storage.abs(FILES.name), stat_folders=False):
+                if not is_dir:
+                    st = os.stat(self.mdt_storage.abs(f"{FILES.name}/{name}"))
+                    files.append((name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        except OSError:
+            return None
+        data = self.data_timeline
+        instants = [(g.requested_time, g.latest.action, g.latest.state.value) for g in data.instant_groups()]
+        undoing = data.commit_signatures(data.completed([Action.ROLLBACK, Action.RESTORE]))
+        if undoing is None:
+            return None
+        key = kept_listing_key(self.mdt_storage.uri(), names, files, instants, undoing)
+        return key, sum(f[3] for f in files)
 
-    def _kept_files_listing(self, slices: list, files: list, key: bytes) -> FilesListing:
-        storage = self.mdt_storage
-        size = sum(max(f.size, 0) for f in files)
+    def _kept_files_listing(self, key: bytes, size: int) -> FilesListing:
         found = _LISTINGS.get(key)
         if found is not None:
             return found
+        storage = self.mdt_storage
         folder = storage.uri(FILES.name)
         found = _load_kept_listing(folder, key)
         if found is None:
-            contents = {f.path: storage.read(f.path) for f in files}
+            slices = self._partition_slices(FILES.name, True)
+            contents = {f.path: storage.read(f.path) for s in slices for f in _files_of(s)}
             found = self._files_listing(slices, contents)
-            if all(len(contents[f.path]) == f.size for f in files):  # (read as it was listed)
-                _keep_listing(folder, key, found)
+            again = self._kept_key()
+            if again is None or again[0] != key:
+                return found  # (changed while it was read: kept by neither key)
+            _keep_listing(folder, key, found)
         if _LISTINGS.fits(size):
             _LISTINGS.put(key, found, size)
         return found
@@ -348,21 +373,14 @@ def _files_of(file_slice) -> list:
 #: The kind of bytes :mod:`~hudi_duck.core.storage.kept` keeps for a ``files`` partition folder.
 KEPT_KIND = "metadata-files-listing"
 #: Bumped whenever the shape of a kept listing or what its key covers changes.
-KEPT_FORMAT = 1
+KEPT_FORMAT = 2
 
 
-def kept_listing_key(
-    uri: str,
-    signatures: list[tuple],
-    valid: Iterable[str],
-    completed: Iterable[str],
-    earliest_active: str | None,
-) -> bytes:
-    """The digest a listing is kept by: the metadata table, the (path, ``stat`` signature) of
-    each file of the ``files`` partition's latest slices, the instants whose blocks count
-    (:func:`valid_instant_times`) and those its own timeline committed."""
+def kept_listing_key(uri: str, *parts: object) -> bytes:
+    """The digest a listing is kept by: the metadata table and what decides its listing
+    (see ``MetadataTable._kept_key``)."""
     h = hashlib.blake2b(digest_size=16)
-    for part in (KEPT_FORMAT, uri, signatures, sorted(valid), sorted(completed), earliest_active):
+    for part in (KEPT_FORMAT, uri, *parts):
         h.update(repr(part).encode())
         h.update(b"\n")
     return h.digest()
