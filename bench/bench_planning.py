@@ -21,8 +21,8 @@ Every measurement runs in a fresh process (no plan cache, no fsspec instances), 
 the planning call and reports the file slices it planned. What a process keeps for the next one
 (``core/storage/kept.py``) is the commit summaries (``core/timeline/summary_store.py``: the decoded
 commit files, known by their ``stat``) and the digests of plans whose files were checked clean
-(``core/table/checked_plans.py``); an unmeasured plan before the runs keeps them, and the case "no
-summaries kept" plans as a process that finds nothing kept (the first query after a cache was
+(``core/table/checked_plans.py``); an unmeasured plan before the runs keeps them, and the case "nothing
+kept" plans as a process that finds nothing kept (the first query after a cache was
 cleared, or a process without a cache):
 
 * ``hudi-duck``: ``planner.plan_sql('snapshot', ...)`` in a process with a connection made by
@@ -377,7 +377,7 @@ def strace_counts(cmd: list[str], root: str) -> dict[str, int] | None:
 
 # -- measuring ---------------------------------------------------------------------------------------
 CASES = [("hudi-duck, metadata table", "hudi-duck", "on"),
-         ("hudi-duck, metadata table, no summaries kept", "hudi-duck", "on-unkept"),
+         ("hudi-duck, metadata table, nothing kept", "hudi-duck", "on-unkept"),
          ("hudi-duck, listing", "hudi-duck", "off"),
          ("hudi-rs get_file_slices", "hudi-rs", "on")]
 
@@ -497,7 +497,7 @@ def measure(args, manifests: dict[str, dict[str, Any]]) -> int:
     print("plan cache emptied; first CPU = CPU seconds of the first plan, all threads (steadier on a loaded machine)")
     if "scale" in manifests:
         rs = raw.get("scale | local | hudi-rs get_file_slices")
-        for label in ("hudi-duck, metadata table", "hudi-duck, metadata table, no summaries kept"):
+        for label in ("hudi-duck, metadata table", "hudi-duck, metadata table, nothing kept"):
             key = f"scale | local | {label}"
             if key in raw and rs:
                 for what in ("first", "again", "first_cpu"):
