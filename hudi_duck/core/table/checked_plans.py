@@ -25,7 +25,7 @@ log = logging.getLogger("hudi_duck")
 
 KIND = "checked-plans"
 #: Bumped whenever what a digest covers changes; older entries are ignored.
-FORMAT = 1
+FORMAT = 2
 #: Digests kept per timeline folder (the latest; a table read at several points in time or
 #: with several filters has one per plan shape).
 MAX_KEPT = 32
@@ -48,7 +48,8 @@ def digest(
     h.update(f"{FORMAT}\n".encode())
     h.update(repr(list(commits)).encode())
     for files in (base_files, log_files):
-        h.update(b"\x00" + "\n".join(files).encode())
+        names = "\n".join(files).encode()
+        h.update(len(files).to_bytes(8, "little") + len(names).to_bytes(8, "little") + names)
         h.update(array("q", files.values()).tobytes())
     h.update(repr(narrowing).encode())
     return h.digest()
