@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from ..frozen import frozen_value
 from .naming import BaseFile, LogFile
 
 
@@ -29,16 +30,11 @@ class FileSlice:
     @classmethod
     def of_base(cls, base_file: BaseFile) -> "FileSlice":
         """The slice of a base file alone: what a plan makes per file group of a partition
-        without logs, without the generated ``__init__``'s per-field ``object.__setattr__``
-        (three times the cost of setting the fields; the value is the same)."""
-        made = object.__new__(cls)
-        fields_ = made.__dict__
-        fields_["partition_path"] = base_file.partition_path
-        fields_["file_id"] = base_file.file_id
-        fields_["base_instant_time"] = base_file.instant_time
-        fields_["base_file"] = base_file
-        fields_["log_files"] = ()
-        return made
+        without logs (made as :func:`~hudi_duck.core.frozen.frozen_value` makes values)."""
+        return frozen_value(cls, {
+            "partition_path": base_file.partition_path, "file_id": base_file.file_id,
+            "base_instant_time": base_file.instant_time, "base_file": base_file, "log_files": (),
+        })
 
     @property
     def has_logs(self) -> bool:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 
+from ..frozen import frozen_value
+
 
 class State(str, Enum):
     REQUESTED = "REQUESTED"
@@ -164,15 +166,11 @@ def _parse_file_name(name: str) -> Instant | None:
 
 
 def _instant(requested_time: str, action: str, state: State, completion_time: str | None) -> Instant:
-    """``Instant(...)`` without the generated ``__init__``'s per-field ``object.__setattr__``
-    (three times the cost of setting the fields; a plan parses thousands of timeline names)."""
-    made = object.__new__(Instant)
-    fields = made.__dict__
-    fields["requested_time"] = requested_time
-    fields["action"] = action
-    fields["state"] = state
-    fields["completion_time"] = completion_time
-    return made
+    """``Instant(...)`` as :func:`~hudi_duck.core.frozen.frozen_value` makes it (a plan parses
+    thousands of timeline names)."""
+    return frozen_value(Instant, {
+        "requested_time": requested_time, "action": action, "state": state, "completion_time": completion_time,
+    })
 
 
 # -- instant time generation -------------------------------------------------------
