@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -207,7 +208,7 @@ def test_plan_again_when_a_listed_timeline_file_vanishes(tmp_path, monkeypatch):
     monkeypatch.setattr(active.Timeline, "read_details", real)
 
     # a commit file the process knows (by its stat) that is gone when looked at
-    real_stat = active.os.stat
+    real_stat = os.stat
     commit_files = {str(p) for p in (Path(path) / ".hoodie").glob("*.commit")}
     looked = {"n": 0}
 
@@ -218,11 +219,11 @@ def test_plan_again_when_a_listed_timeline_file_vanishes(tmp_path, monkeypatch):
                 raise FileNotFoundError(name)
         return real_stat(name, *args, **kwargs)
 
-    monkeypatch.setattr(active.os, "stat", stat_vanishing_once)
+    monkeypatch.setattr(os, "stat", stat_vanishing_once)
     clear_plan_cache()
     assert hudi_duck.connect().execute(f"SELECT count(*) FROM hudi_snapshot('{path}')").fetchone() == expected
     assert looked["n"] > 1  # looked at again in a plan made again
-    monkeypatch.setattr(active.os, "stat", real_stat)
+    monkeypatch.setattr(os, "stat", real_stat)
 
     def always_gone(self, instant):
         raise TimelineChangedError(f"{instant} was listed but is gone")

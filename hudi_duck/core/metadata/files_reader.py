@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ from ..file_group.naming import BaseFile
 from ..hfile.reader import open_hfile
 from ..hfile.seek import SeekableHFile
 from ..storage import kept
-from ..storage.storage import Storage, scan_local_folder
+from ..storage.storage import Storage
 from ..table.fs_view import FileSystemView
 from ..timeline.active import Timeline
 from ..timeline.instant import Action, State
@@ -319,10 +318,8 @@ class MetadataTable:
         names = self.mdt_storage.file_names(self.config.timeline_path)
         files = []
         try:
-            for name, _, is_dir, _ in scan_local_folder(self.mdt_storage.abs(FILES.name), stat_folders=False):
-                if not is_dir:
-                    st = os.stat(self.mdt_storage.abs(f"{FILES.name}/{name}"))
-                    files.append((name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+            for name in self.mdt_storage.file_names(FILES.name):
+                files.append((name, *self.mdt_storage.signature(f"{FILES.name}/{name}")))
         except OSError:
             return None
         data = self.data_timeline

@@ -127,6 +127,10 @@ def scan_local_folder(
     return out
 
 
+#: A local file's identity on disk (:meth:`Storage.signature`): (device, inode, size, mtime_ns, ctime_ns).
+Signature = tuple[int, int, int, int, int]
+
+
 class Storage:
     """A filesystem rooted at ``base_uri`` (a table's base path)."""
 
@@ -180,6 +184,13 @@ class Storage:
 
     def size(self, rel: str) -> int:
         return int(self.fs.size(self.abs(rel)))
+
+    def signature(self, rel: str) -> Signature:
+        """A local file's identity without reading it: its ``stat`` (device, inode, size,
+        modified and changed times; any rewrite changes the last, even with the modified time
+        put back). Raises ``OSError`` (``FileNotFoundError`` when it is gone)."""
+        st = os.stat(self.abs(rel))
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def read(self, rel: str) -> bytes:
         try:

@@ -8,7 +8,6 @@ ignored by readers until a rollback removes their files.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -350,12 +349,17 @@ class Timeline:
             known = _known_summary(self.storage.uri(path), signature)
             if known is not None:
                 return known.schema
-            if self._stored is None:
-                self._load_stored()
-            kept_one = self._stored.get((path.rpartition("/")[2], signature))
+            kept_one = self._kept_summary(path, signature)
             if kept_one is not None:
                 return kept_one.schema
         return self.commit_summary(instant).schema
+
+    def _kept_summary(self, path: str, signature: summary_store.Signature) -> summary_store.KeptSummary | None:
+        """What an earlier process kept of the commit file at ``path`` as it is now (its entry
+        taken at the first question of this timeline)."""
+        if self._stored is None:
+            self._load_stored()
+        return self._stored.get((path.rpartition("/")[2], signature))
 
     def prefetch_summaries(self, instants: Iterable[Instant]) -> None:
         """Read the commit files of ``instants`` whose summaries this timeline lacks in one go:
@@ -395,8 +399,7 @@ class Timeline:
         every commit file for the schemas, then for its check)."""
         found = self._file_signatures.get(path)
         if found is None:
-            st = os.stat(self.storage.abs(path))
-            found = self._file_signatures[path] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            found = self._file_signatures[path] = self.storage.signature(path)
         return found
 
     def _summary_of_file(self, instant: Instant) -> CommitSummary:
@@ -416,9 +419,7 @@ class Timeline:
         name = path.rpartition("/")[2]
         found = _known_summary(uri, signature)
         if found is None:
-            if self._stored is None:
-                self._load_stored()
-            kept_one = self._stored.get((name, signature))
+            kept_one = self._kept_summary(path, signature)
             found = kept_one.summary() if kept_one is not None else None
             if found is not None:
                 _keep_summary((uri, signature), found, size)

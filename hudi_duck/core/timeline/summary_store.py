@@ -24,13 +24,14 @@ from typing import Any, Iterable
 import google_crc32c
 
 from ..storage import kept
+from ..storage.storage import Signature as StorageSignature
 
 from .commit_metadata import CommitSummary, DataFileWritten, WrittenFile
 
 log = logging.getLogger("hudi_duck")
 
-#: A commit file's identity on local storage: (device, inode, size, mtime_ns, ctime_ns).
-Signature = tuple[int, int, int, int, int]
+#: A commit file's identity on local storage (:meth:`Storage.signature`).
+Signature = StorageSignature
 #: Bumped whenever the shape of an entry changes; older entries are ignored.
 FORMAT = 4
 
