@@ -248,6 +248,19 @@ def test_block_of_metadata_only_instant_counts(tmp_path, mdt_tables):
     assert names["29990102000000000"] in listed and names["29990101000000000"] not in listed
 
 
+def _zeroed_log_fails(table: Path, listing) -> None:
+    """The latest log file of the ``files`` partition overwritten with as many zero bytes fails
+    ``listing()`` naming it; then its bytes are put back."""
+    from hudi_duck.core.errors import CorruptFileError
+
+    log = sorted((table / ".hoodie/metadata/files").glob(".files-0000-0_*.log.*"))[-1]
+    data = log.read_bytes()
+    log.write_bytes(bytes(len(data)))
+    with pytest.raises(CorruptFileError, match=log.name):
+        listing()
+    log.write_bytes(data)
+
+
 def test_a_files_listing_is_decoded_once_per_process_and_never_from_other_bytes(tmp_path, mdt_tables):
     """Tables opened again share the decoded listing while the metadata table's files and the
     instants that count are the same; a log file rewritten with other bytes of the same size
@@ -260,16 +273,9 @@ def test_a_files_listing_is_decoded_once_per_process_and_never_from_other_bytes(
     def listing():
         return HudiTable(str(table), metadata_enable=True).metadata_table.files_listing()
 
-    from hudi_duck.core.errors import CorruptFileError
-
     first = listing()
     assert listing() is first
-    log = sorted((table / ".hoodie/metadata/files").glob(".files-0000-0_*.log.*"))[-1]
-    data = log.read_bytes()
-    log.write_bytes(bytes(len(data)))
-    with pytest.raises(CorruptFileError, match=log.name):
-        listing()
-    log.write_bytes(data)
+    _zeroed_log_fails(table, listing)
     assert listing() == first  # (known by its stat, the file written again is decoded afresh)
     files_reader._LISTINGS.clear()
     again = listing()
@@ -280,7 +286,6 @@ def test_a_files_listing_is_kept_for_the_next_process(tmp_path, mdt_tables, monk
     """A process that finds the listing an earlier one kept (the same files of the ``files``
     partition by their ``stat``, the same instants counting) decodes no HFile; a log file
     written since (another ``stat``) is decoded afresh, damage and all."""
-    from hudi_duck.core.errors import CorruptFileError
     from hudi_duck.core.metadata import files_reader
     from hudi_duck.core.storage import kept
     from hudi_duck.duck import cache
@@ -301,12 +306,7 @@ def test_a_files_listing_is_kept_for_the_next_process(tmp_path, mdt_tables, monk
     real = files_reader.MetadataTable._files_listing
     monkeypatch.setattr(files_reader.MetadataTable, "_files_listing", lambda *a: decoded.append(1) or real(*a))
     assert listing() == first and decoded == []
-    log = sorted((table / ".hoodie/metadata/files").glob(".files-0000-0_*.log.*"))[-1]
-    data = log.read_bytes()
-    log.write_bytes(bytes(len(data)))
-    with pytest.raises(CorruptFileError, match=log.name):
-        listing()
-    log.write_bytes(data)
+    _zeroed_log_fails(table, listing)
     assert listing() == first and len(decoded) == 2
 
 

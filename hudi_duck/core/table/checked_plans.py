@@ -14,9 +14,9 @@ commit files; any difference, however small, and the check runs in full.
 from __future__ import annotations
 
 import hashlib
-from array import array
 import logging
 import threading
+from array import array
 from typing import Iterable
 
 from ..storage import kept

@@ -126,7 +126,7 @@ def _decode_commit(schema: str | None, raw: Any) -> CommitSummary | None:
 
     new = tuple.__new__  # (a named tuple's own constructor costs more than the rest of a file's decoding)
     try:
-        operation, replaced, files, data_files = msgspec.msgpack.decode(raw, type=_body_type())
+        operation, replaced, files, data_files = _body_decoder().decode(raw)
         written = [WrittenFile(*f) for f in files]
         summary = CommitSummary(
             files=tuple(written),
@@ -188,20 +188,23 @@ def forget_entries() -> None:
         _SEEN.clear()
 
 
-_BODY_TYPE: Any = None
+_BODY_DECODER: Any = None
 
 
-def _body_type() -> Any:
-    """The typed shape of one commit's summary in an entry (built once, with real types)."""
-    global _BODY_TYPE
-    if _BODY_TYPE is None:
+def _body_decoder() -> Any:
+    """The decoder of one commit's summary in an entry (built once, with real types: a plan
+    without a kept check decodes one per commit on the timeline)."""
+    global _BODY_DECODER
+    if _BODY_DECODER is None:
         from typing import Optional
 
+        import msgspec
+
         text = Optional[str]
-        _BODY_TYPE = tuple[
+        _BODY_DECODER = msgspec.msgpack.Decoder(tuple[
             text,
             list[tuple[str, list[str]]],
             list[tuple[text, text, text, int, int]],
             list[tuple[int, str, str]],
-        ]
-    return _BODY_TYPE
+        ])
+    return _BODY_DECODER
