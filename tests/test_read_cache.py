@@ -393,3 +393,23 @@ def test_a_vector_of_several_files_is_filtered_file_by_file(fixture_tables, cach
         run = np.arange(start, start + 7, dtype=np.int64)
         mask = lazy.REGISTRY.keep_by_id(token, np.full(7, hashes[0], dtype=np.uint64), run)
         assert (mask == ~np.isin(run, dropped)).all(), (start, list(dropped))
+
+
+def test_a_blob_is_read_once_per_version_of_its_file(tmp_path, monkeypatch):
+    """A settled blob is read and checked once; a new version of it (written again) is read again,
+    and one written moments ago is not trusted by its times alone."""
+    import builtins
+
+    blob = tmp_path / "k.entry"
+    cache.write_blob(blob, "key", b"first")
+    settled = time.time() - 10
+    os.utime(blob, (settled, settled))
+    assert cache.read_blob(blob, "key") == b"first"
+    real_open = builtins.open
+    opened = []
+    monkeypatch.setattr(builtins, "open", lambda *a, **k: opened.append(a[0]) or real_open(*a, **k))
+    assert cache.read_blob(blob, "key") == b"first" and opened == []  # (settled: not read again)
+    cache.write_blob(blob, "key", b"second")
+    assert cache.read_blob(blob, "key") == b"second" and len(opened) == 1
+    blob.write_bytes(blob.read_bytes()[:-1] + b"D")  # damaged in place at once: same size
+    assert cache.read_blob(blob, "key") is None

@@ -149,8 +149,9 @@ def _decode_commit(schema: str | None, raw: Any) -> CommitSummary | None:
         return None
 
 
-#: The entry this process last decoded or wrote per timeline folder: (its digest, its summaries).
-_SEEN: dict[str, tuple[tuple[int, int], dict[tuple[str, Signature], KeptSummary]]] = {}
+#: The entry this process last decoded or wrote per timeline folder: (its identity, its
+#: summaries, its bytes).
+_SEEN: dict[str, tuple[tuple[int, int], dict[tuple[str, Signature], KeptSummary], bytes]] = {}
 _seen_lock = threading.Lock()
 
 
@@ -164,10 +165,14 @@ def _identity(data: bytes) -> tuple[int, int]:
 def decode_for(timeline_uri: str, data: bytes) -> dict[tuple[str, Signature], KeptSummary]:
     """:func:`decode`, skipped for an entry this process decoded or wrote itself: a long-lived
     process that plans after every new commit does not decode the whole entry each time."""
-    digest = _identity(data)
     with _seen_lock:
         seen = _SEEN.get(timeline_uri)
+    if seen is not None and seen[2] is data:  # (the very bytes: the store had them in memory)
+        return seen[1]
+    digest = _identity(data)
     if seen is not None and seen[0] == digest:
+        with _seen_lock:
+            _SEEN[timeline_uri] = (digest, seen[1], data)
         return seen[1]
     entries = decode(data)
     _remember(timeline_uri, data, entries, digest)
@@ -179,7 +184,7 @@ def _remember(
 ) -> None:
     digest = digest or _identity(data)
     with _seen_lock:
-        _SEEN[timeline_uri] = (digest, entries)
+        _SEEN[timeline_uri] = (digest, entries, data)
 
 
 def forget_entries() -> None:
